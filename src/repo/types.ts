@@ -1,0 +1,88 @@
+/**
+ * The port between the pipeline and a config repository. history/ and revert/ only read through
+ * RepoReader; deliver/ backends (local isomorphic-git, GitHub REST) implement RepoBackend.
+ * All SHAs are full 40-hex lower case; all paths are repo-relative with "/" separators, no leading "/".
+ */
+
+export interface Person {
+  name: string;
+  email: string;
+  /** seconds since the epoch */
+  timestamp: number;
+  /** minutes, as git stores it (UTC = 0) */
+  timezoneOffset: number;
+}
+
+export interface CommitInfo {
+  oid: string;
+  parents: string[];
+  message: string;
+  tree: string;
+  author: Person;
+  committer: Person;
+}
+
+/** A blob in a tree: mode is git's octal string ("100644", "100755", "120000"). */
+export interface FileEntry {
+  oid: string;
+  mode: string;
+}
+
+export interface RepoReader {
+  /** Full SHA of the branch head. Throws InputError when the branch does not exist. */
+  head(branch: string): Promise<string>;
+  /** Expands an abbreviated SHA to a full one; undefined when unknown or ambiguous. */
+  resolveCommit(shaOrPrefix: string): Promise<string | undefined>;
+  readCommit(oid: string): Promise<CommitInfo>;
+  /**
+   * Commits reachable from `from` along first parents, newest first, stopping before `stop`
+   * (exclusive) or after `limit` commits, keeping only those whose tree at any of `paths`
+   * differs from their first parent's (a root commit touches every path it has).
+   * With `paths` empty, every commit is kept.
+   */
+  commitsTouching(from: string, paths: string[], opts?: { stop?: string; limit?: number }): Promise<CommitInfo[]>;
+  /** Every blob under `paths` (a path ending in "/" or naming a tree is a folder) at `commit`. */
+  listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>>;
+  /** The oid of the tree or blob at `path` in `commit`, undefined when absent. */
+  pathOid(commit: string, path: string): Promise<string | undefined>;
+  readBlob(oid: string): Promise<Uint8Array>;
+  /** True when `ancestor` is reachable from `descendant` (or equal to it). */
+  isAncestor(ancestor: string, descendant: string): Promise<boolean>;
+}
+
+/** One file operation of a Change: write a blob (by existing oid, or by content) or delete. */
+export type FileChange =
+  | { path: string; mode: string; oid: string }
+  | { path: string; mode: string; content: Uint8Array }
+  | { path: string; delete: true };
+
+/** What a plan asks deliver to write: one commit on top of `parent`. */
+export interface Change {
+  target: string;
+  branch: string;
+  /** the branch head the plan was made against; delivery refuses to write over anything else */
+  parent: string;
+  files: FileChange[];
+  message: string;
+  author: Person;
+  /** the bad commits, newest first; the first one names the PR branch (lastgood/<target>/<bad12>) */
+  bad: string[];
+  lastKnownGood: string;
+}
+
+export type DeliveryMode = 'commit' | 'pull-request';
+
+export interface DeliveryResult {
+  commit: string;
+  branch: string;
+  pullRequest?: { url: string; number: number };
+  /** false when an equivalent commit or PR already existed and nothing new was written */
+  created: boolean;
+}
+
+export interface RepoBackend extends RepoReader {
+  readonly kind: string;
+  /** A human description without credentials (path or URL). */
+  readonly description: string;
+  deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult>;
+}
