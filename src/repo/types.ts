@@ -60,6 +60,8 @@ export type FileChange =
 export interface Change {
   target: string;
   branch: string;
+  /** the target's configured paths (a working copy refuses uncommitted changes there) */
+  paths?: string[];
   /** the branch head the plan was made against; delivery refuses to write over anything else */
   parent: string;
   files: FileChange[];
@@ -68,6 +70,19 @@ export interface Change {
   /** the bad commits, newest first; the first one names the PR branch (lastgood/<target>/<bad12>) */
   bad: string[];
   lastKnownGood: string;
+  /** how to present the change as a pull request (pull-request mode) */
+  pullRequest?: PullRequestSpec;
+}
+
+export interface PullRequestSpec {
+  title: string;
+  /** markdown body; the backend appends a hidden marker `<!-- lastgood:target=<t> bad=<sha> -->` to find it again */
+  body: string;
+  labels: string[];
+  reviewers: string[];
+  assignees: string[];
+  draft: boolean;
+  autoMerge: boolean;
 }
 
 export type DeliveryMode = 'commit' | 'pull-request';

@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// Launcher: lastgood runs its TypeScript source with Node 24's type stripping. On an older
+// system Node, re-run with the Node 24 that the project installs as a dependency (the `node`
+// package), so `npx lastgood` works on a machine whose own Node is 20.
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const major = Number(process.versions.node.split('.')[0]);
+if (major >= 24) {
+  await import('../src/cli.ts');
+} else {
+  const require = createRequire(import.meta.url);
+  let node;
+  try {
+    node = path.join(path.dirname(require.resolve('node/package.json')), 'bin', 'node');
+  } catch {
+    process.stderr.write(`lastgood: needs Node 24 or later (this is ${process.version}), and the bundled Node is not installed: run npm ci\n`);
+    process.exit(2);
+  }
+  const self = fileURLToPath(import.meta.url);
+  const result = spawnSync(node, [self, ...process.argv.slice(2)], { stdio: 'inherit' });
+  process.exit(result.status ?? 3);
+}

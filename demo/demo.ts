@@ -1,0 +1,63 @@
+/**
+ * `npm run demo`: the embedded default. Builds a small GitOps repository with a real history
+ * (.demo/gitops: a good release, an unrelated change, a bad release of podinfo), then runs
+ * `lastgood run` on it with the cluster snapshot demo/cluster.yaml, and shows what it did.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import git from 'isomorphic-git';
+import { buildDemoRepo } from './build-repo.ts';
+import { LocalRepo } from '../src/deliver/local.ts';
+import { diffChange, unifiedDiff } from '../src/revert/diff.ts';
+import type { FileChange } from '../src/repo/types.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoDir = path.join(root, '.demo', 'gitops');
+const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+const say = (s = '') => process.stdout.write(s + '\n');
+
+say(bold('1. The GitOps repository') + `  (${path.relative(process.cwd(), repoDir) || repoDir})`);
+const shas = await buildDemoRepo(repoDir);
+for (const sha of [...shas].reverse()) {
+  const { commit } = await git.readCommit({ fs, dir: repoDir, oid: sha });
+  say(`   ${sha.slice(0, 12)}  ${commit.message.split('\n')[0]}`);
+}
+say();
+say(bold('2. The cluster') + '  (demo/cluster.yaml: Flux applied the last commit, Flagger\'s canary analysis failed)');
+const health = spawnSync(process.execPath, [path.join(root, 'bin/lastgood.js'), 'health', path.join(root, 'demo/cluster.yaml')], { encoding: 'utf8' });
+for (const line of health.stdout.trim().split('\n')) {
+  const h = JSON.parse(line);
+  say(`   ${h.kind} ${h.namespace}/${h.name}: ${h.state} (${h.reason})${h.message ? ` - ${h.message}` : ''}`);
+}
+say();
+const args = ['run', '--config', 'demo/lastgood.yaml', '--snapshot', 'demo/cluster.yaml', '--now', '2026-11-21T09:52:00Z'];
+say(bold('3. lastgood ' + args.join(' ')));
+const run = spawnSync(process.execPath, [path.join(root, 'bin/lastgood.js'), ...args], { cwd: root, encoding: 'utf8' });
+process.stdout.write(run.stdout.trimEnd().replace(/^/gm, '   ') + '\n');
+if (run.stderr) process.stderr.write(run.stderr);
+say(`   (exit code ${run.status})`);
+say();
+
+const repo = new LocalRepo(repoDir);
+const head = await repo.head('main');
+if (head === shas[shas.length - 1]) {
+  say('No commit was made.');
+  process.exit(run.status ?? 1);
+}
+const commit = await repo.readCommit(head);
+say(bold(`4. The new commit ${head}`));
+say(commit.message.replace(/^/gm, '   '));
+const parent = commit.parents[0]!;
+const paths = ['apps/podinfo/overlays/prod/'];
+const [before, after] = await Promise.all([repo.listFiles(parent, paths), repo.listFiles(head, paths)]);
+const files: FileChange[] = [
+  ...[...after].filter(([p, e]) => before.get(p)?.oid !== e.oid).map(([p, e]) => ({ path: p, mode: e.mode, oid: e.oid })),
+  ...[...before.keys()].filter((p) => !after.has(p)).map((p) => ({ path: p, delete: true as const })),
+];
+say(bold('5. Its diff') + '  (only the target paths; the redis change made in between is untouched)');
+say(unifiedDiff(await diffChange(repo, parent, files)).replace(/^/gm, '   '));
+say(`Flux will now sync ${head.slice(0, 12)} and roll podinfo back to 6.9.3; git says what runs.`);
+say(`Run it again: the second run finds its own revert and makes no new commit.`);
+process.exit(run.status ?? 1);

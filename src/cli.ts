@@ -1,0 +1,175 @@
+import path from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { pino } from 'pino';
+import { loadConfig } from './config/load.ts';
+import { configJsonSchema, type Config } from './config/schema.ts';
+import { check, exitCodeFor, revertTarget, run, selectTargets, type Report } from './engine.ts';
+import { openRepo } from './deliver/registry.ts';
+import { evidenceFor, verdictFor } from './decide/verdict.ts';
+import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
+import { assess } from './health/index.ts';
+import { readSnapshots } from './observe/snapshot.ts';
+import type { Observed } from './observe/types.ts';
+import { formatReport, reportJson } from './report/text.ts';
+
+/** The CLI door: parse arguments, call the engine, print, exit with DESIGN.md's codes. No stage logic here. */
+const logger = pino({ level: process.env.LASTGOOD_LOG_LEVEL ?? 'warn', base: undefined, redact: ['token', '*.token'] }, pino.destination(2));
+
+function parseNow(value: string | undefined): Date {
+  if (value === undefined) return new Date();
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new InputError(`--now ${value}: not an ISO 8601 time`);
+  return new Date(t);
+}
+
+/** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
+async function observe(snapshots: string[] | undefined, config: Config, target?: string): Promise<Observed[]> {
+  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
+  // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
+  const { readFromCluster } = await import('./observe/kube.ts');
+  return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources));
+}
+
+async function repoFor(config: Config, configFile: string, repoFlag: string | undefined) {
+  return openRepo({
+    location: repoFlag ?? config.repo.url,
+    relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
+    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
+    token: process.env.LASTGOOD_GITHUB_TOKEN ?? process.env.GITHUB_TOKEN,
+  });
+}
+
+let exitCode: ExitCode = 0;
+
+function print(report: Report, json: boolean, showDiff = false): void {
+  process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff }));
+  exitCode = exitCodeFor(report);
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+const program = new Command()
+  .name('lastgood')
+  .description('Turn a failed promotion in a Kubernetes cluster into a revert in the GitOps config repository.')
+  .version('0.1.0')
+  .exitOverride()
+  .showHelpAfterError();
+
+program
+  .command('health')
+  .description('print the health of every Kubernetes object in the files (or stdin "-"), one JSON line each')
+  .argument('[files...]', 'YAML or JSON files or folders, "-" for stdin', ['-'])
+  .option('--now <time>', 'the clock, ISO 8601 (default: now)')
+  .action(async (files: string[], o: { now?: string }) => {
+    const now = parseNow(o.now);
+    for (const { object } of await readSnapshots(files.length ? files : ['-'])) {
+      const h = assess(object, now);
+      const line: Record<string, unknown> = {
+        apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace ?? null, name: object.metadata.name,
+        state: h.state, reason: h.reason, message: h.message,
+      };
+      if (h.since) line.since = h.since;
+      const revision = h.attempted?.raw ?? h.attempted?.sha ?? h.attempted?.chart ?? h.attempted?.images?.join(',');
+      if (revision) line.revision = revision;
+      process.stdout.write(JSON.stringify(line) + '\n');
+    }
+  });
+
+program
+  .command('check')
+  .description('the verdict and decision for each target, without writing anything (except --record)')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
+  .option('--target <name>', 'only this target')
+  .option('--now <time>', 'the clock, ISO 8601 (default: now)')
+  .option('--record', 'record a verified last-known-good note for every healthy target')
+  .option('--json', 'print one JSON document')
+  .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean }) => {
+    const config = await loadConfig(o.config);
+    const now = parseNow(o.now);
+    const observed = await observe(o.snapshot, config, o.target);
+    const targets = check({ config, observed, now, target: o.target }).map(({ verdict, decision }) => ({
+      name: verdict.target, verdict: verdict.verdict, class: verdict.class, summary: verdict.summary, evidence: verdict.evidence,
+      action: decision.action, reason: decision.reason, bad: [],
+    }));
+    print({ targets }, Boolean(o.json));
+  });
+
+program
+  .command('run')
+  .description('check every target and revert those whose policy says so')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
+  .option('--target <name>', 'only this target')
+  .option('--repo <path|url>', 'the config repository (overrides repo.url)')
+  .addOption(new Option('--mode <mode>', 'commit or pull-request (overrides the config)').choices(['commit', 'pull-request']))
+  .option('--dry-run', 'print the plan and the diff, write nothing')
+  .option('--now <time>', 'the clock, ISO 8601 (default: now)')
+  .option('--json', 'print one JSON document')
+  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean }) => {
+    const config = await loadConfig(o.config);
+    const now = parseNow(o.now);
+    selectTargets(config, o.target);
+    const observed = await observe(o.snapshot, config, o.target);
+    const repo = await repoFor(config, o.config, o.repo);
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger });
+    print(report, Boolean(o.json), Boolean(o.dryRun));
+  });
+
+program
+  .command('revert')
+  .description('revert a target now, because a person says so')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--target <name>', 'the target to revert')
+  .option('--bad <sha>', 'the bad commit (default: located from the cluster state)')
+  .option('--to <sha>', 'the revision to go back to (default: the commit before the bad one)')
+  .option('--snapshot <path>', 'objects from a file or folder (repeatable)', collect)
+  .option('--repo <path|url>', 'the config repository (overrides repo.url)')
+  .addOption(new Option('--mode <mode>', 'commit or pull-request').choices(['commit', 'pull-request']))
+  .option('--reason <text>', 'why, for the commit message')
+  .option('--dry-run', 'print the plan and the diff, write nothing')
+  .option('--now <time>', 'the clock, ISO 8601 (default: now)')
+  .option('--json', 'print one JSON document')
+  .action(async (o: { config: string; target: string; bad?: string; to?: string; snapshot?: string[]; repo?: string; mode?: 'commit' | 'pull-request'; reason?: string; dryRun?: boolean; now?: string; json?: boolean }) => {
+    const config = await loadConfig(o.config);
+    const now = parseNow(o.now);
+    const [target] = selectTargets(config, o.target);
+    if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
+    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
+    const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
+    const repo = await repoFor(config, o.config, o.repo);
+    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger });
+    process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
+    exitCode = report.targets.some((t) => t.action === 'alert') ? 1 : 0;
+  });
+
+program
+  .command('validate')
+  .description('validate lastgood.yaml')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .action(async (o: { config: string }) => {
+    const config = await loadConfig(o.config);
+    process.stdout.write(`${o.config}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`);
+  });
+
+program
+  .command('schema')
+  .description('print the JSON Schema of lastgood.yaml')
+  .action(() => {
+    process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + '\n');
+  });
+
+try {
+  await program.parseAsync(process.argv);
+  process.exitCode = exitCode;
+} catch (error) {
+  if (error instanceof CommanderError) {
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+  } else if (error instanceof LastgoodError) {
+    process.stderr.write(`lastgood: ${error.message}\n`);
+    process.exitCode = error.exitCode;
+  } else {
+    process.stderr.write(`lastgood: internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}\n`);
+    process.exitCode = 3;
+  }
+}

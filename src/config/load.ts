@@ -1,0 +1,65 @@
+import { readFile } from 'node:fs/promises';
+import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError } from '../errors.ts';
+import { ConfigSchema, type Config } from './schema.ts';
+
+/** Reads and validates lastgood.yaml. Every problem is a ConfigError naming the file, the field and the line. */
+export async function loadConfig(file: string): Promise<Config> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read the config: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
+  }
+  return parseConfig(text, file);
+}
+
+export function parseConfig(text: string, file: string): Config {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter });
+  const yamlError = doc.errors[0];
+  if (yamlError) {
+    const line = yamlError.linePos?.[0]?.line;
+    throw new ConfigError(`not valid YAML: ${yamlError.message.split('\n')[0]}`, { file, line, cause: yamlError });
+  }
+  const data: unknown = doc.toJS();
+  if (data === null || data === undefined) throw new ConfigError('the config is empty', { file });
+  const result = ConfigSchema.safeParse(data);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = formatPath(issue.path);
+  const line = lineOf(doc, issue.path, lineCounter);
+  throw new ConfigError(`${field ? `${field}: ` : ''}${describeIssue(issue)}`, { file, line, cause: result.error });
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return `required field is missing (expected ${issue.expected})`;
+  return issue.message;
+}
+
+function formatPath(path: PropertyKey[]): string {
+  return path.reduce<string>((acc, key) => (typeof key === 'number' ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)), '');
+}
+
+/** The line of the deepest node that exists along `path` (the parent when the field is missing). */
+function lineOf(doc: Document, path: PropertyKey[], lc: LineCounter): number | undefined {
+  let node: unknown = doc.contents;
+  let found: Node | undefined = doc.contents ?? undefined;
+  for (const key of path) {
+    if (isMap(node)) {
+      const pair = node.items.find((p) => (p.key as { value?: unknown } | null)?.value === key);
+      if (!pair) break;
+      found = (pair.key as Node) ?? found;
+      node = pair.value;
+      if (node && typeof node === 'object' && 'range' in node) found = node as Node;
+    } else if (isSeq(node) && typeof key === 'number') {
+      node = node.items[key];
+      if (!node) break;
+      found = node as Node;
+    } else break;
+  }
+  const offset = found?.range?.[0];
+  return offset === undefined ? undefined : lc.linePos(offset).line;
+}

@@ -1,0 +1,180 @@
+import { z } from 'zod';
+import { parseDuration } from './duration.ts';
+
+/** A duration string ("15m", "1h30m"), kept as text in the config and parsed where used. */
+export const Duration = z
+  .string()
+  .refine((s) => parseDuration(s) !== undefined, { message: 'expected a duration like 30s, 15m, 1h30m' })
+  .describe('A duration: digits and a unit (ms, s, m, h, d), e.g. 15m or 1h30m');
+
+/**
+ * A repo-relative path a revert may touch. "..", absolute paths, empty paths and backslashes are refused
+ * here; paths through symlinks are refused against the repository at plan time.
+ */
+export const RepoPath = z
+  .string()
+  .min(1, 'a path must not be empty')
+  .refine((p) => p.trim() !== '' && p !== '.' && p !== './', { message: 'a path must not be empty or the whole repository' })
+  .refine((p) => !p.startsWith('/') && !/^[A-Za-z]:/.test(p), { message: 'a path must be relative to the repository root, not absolute' })
+  .refine((p) => !p.split('/').includes('..'), { message: 'a path must not contain ".."' })
+  .refine((p) => !p.includes('\\') && !p.includes('\0'), { message: 'a path must use "/" separators' })
+  .describe('A path relative to the repository root; a trailing "/" names a folder');
+
+export const Action = z.enum(['revert', 'alert', 'none']);
+
+/** What to do with one failure class: act, report, ignore, or wait for self-healing and then act. */
+export const Policy = z.union([
+  Action,
+  z
+    .object({
+      wait: Duration.describe('how long to give the target to heal itself'),
+      then: z.enum(['revert', 'alert']).describe('what to do when it has not healed by then'),
+    })
+    .strict(),
+]);
+
+export const OnFailure = z
+  .object({
+    analysis: Policy.default('revert'),
+    promotion: Policy.default({ wait: '10m', then: 'revert' }),
+    stuck: Policy.default('alert'),
+  })
+  .strict();
+
+export const Strategy = z.enum(['revert', 'restore', 'revert-or-restore']);
+export const Mode = z.enum(['commit', 'pull-request']);
+
+/** Settings every target inherits from `defaults` and may override. */
+const TargetSettings = {
+  mode: Mode.describe('commit: push to the branch; pull-request: open a PR'),
+  strategy: Strategy.describe('revert: undo exactly the bad commits (3-way); restore: set the target paths to their tree at the last-known-good'),
+  confirmations: z.number().int().min(1).max(100).describe('consecutive failed assessments before acting'),
+  stuckAfter: Duration.describe('progressing longer than this is stuck'),
+  onFailure: OnFailure,
+  freeze: z.enum(['auto', 'off']).describe('stop image automation from re-shipping the bad version'),
+} as const;
+
+export const Resource = z
+  .object({
+    apiVersion: z.string().min(1),
+    kind: z.string().min(1),
+    namespace: z.string().optional(),
+    name: z.string().min(1),
+  })
+  .strict();
+
+export const TargetName = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/, 'a target name is lower-case letters, digits, ".", "_" and "-" (it names git branches)');
+
+export const Target = z
+  .object({
+    name: TargetName,
+    paths: z.array(RepoPath).min(1, 'a target needs at least one path'),
+    resources: z.array(Resource).min(1, 'a target needs at least one resource to tell its health'),
+    mode: TargetSettings.mode.optional(),
+    strategy: TargetSettings.strategy.optional(),
+    confirmations: TargetSettings.confirmations.optional(),
+    stuckAfter: TargetSettings.stuckAfter.optional(),
+    onFailure: OnFailure.partial().optional(),
+    freeze: TargetSettings.freeze.optional(),
+  })
+  .strict();
+
+export const Person = z.object({ name: z.string().min(1), email: z.string().min(3) }).strict();
+
+export const ConfigSchema = z
+  .object({
+    $schema: z.string().optional(),
+    repo: z
+      .object({
+        url: z.string().min(1).describe('https URL, or a local path to a working copy or bare repository'),
+        branch: z.string().min(1).default('main'),
+        apiUrl: z.string().url().optional().describe('GitHub API base URL (GitHub Enterprise Server)'),
+        author: Person.default({ name: 'lastgood', email: 'lastgood@users.noreply.github.com' }).describe('author of revert commits'),
+      })
+      .strict(),
+    defaults: z
+      .object({
+        mode: TargetSettings.mode.default('pull-request'),
+        strategy: TargetSettings.strategy.default('revert'),
+        confirmations: TargetSettings.confirmations.default(2),
+        stuckAfter: TargetSettings.stuckAfter.default('15m'),
+        onFailure: OnFailure.default({ analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' }),
+        freeze: TargetSettings.freeze.default('auto'),
+      })
+      .strict()
+      .default({
+        mode: 'pull-request',
+        strategy: 'revert',
+        confirmations: 2,
+        stuckAfter: '15m',
+        onFailure: { analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' },
+        freeze: 'auto',
+      }),
+    pullRequest: z
+      .object({
+        labels: z.array(z.string()).default(['lastgood', 'rollback']),
+        reviewers: z.array(z.string()).default([]),
+        assignees: z.array(z.string()).default([]),
+        draft: z.boolean().default(false),
+        autoMerge: z.boolean().default(false),
+      })
+      .strict()
+      .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
+    targets: z.array(Target).min(1, 'at least one target is needed'),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.targets.forEach((t, i) => {
+      if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `duplicate target name "${t.name}"` });
+      seen.add(t.name);
+    });
+  });
+
+export type Config = z.output<typeof ConfigSchema>;
+export type TargetConfig = z.output<typeof Target>;
+export type PolicyConfig = z.output<typeof Policy>;
+export type OnFailureConfig = z.output<typeof OnFailure>;
+
+/** A target with every default filled in: what the pipeline works with. */
+export interface ResolvedTarget {
+  name: string;
+  paths: string[];
+  resources: z.output<typeof Resource>[];
+  mode: z.output<typeof Mode>;
+  strategy: z.output<typeof Strategy>;
+  confirmations: number;
+  stuckAfterMs: number;
+  onFailure: OnFailureConfig;
+  freeze: 'auto' | 'off';
+}
+
+export function resolveTarget(config: Config, target: TargetConfig): ResolvedTarget {
+  const d = config.defaults;
+  return {
+    name: target.name,
+    paths: target.paths.map(normalizePath),
+    resources: target.resources,
+    mode: target.mode ?? d.mode,
+    strategy: target.strategy ?? d.strategy,
+    confirmations: target.confirmations ?? d.confirmations,
+    stuckAfterMs: parseDuration(target.stuckAfter ?? d.stuckAfter)!,
+    onFailure: { ...d.onFailure, ...target.onFailure },
+    freeze: target.freeze ?? d.freeze,
+  };
+}
+
+/** "./apps//x/" → "apps/x/": one spelling per path so that path comparisons are exact. */
+export function normalizePath(p: string): string {
+  const folder = p.endsWith('/');
+  const parts = p.split('/').filter((s) => s !== '' && s !== '.');
+  return parts.join('/') + (folder ? '/' : '');
+}
+
+/** The JSON Schema published by `lastgood schema` and committed as templates/lastgood.schema.json. */
+export function configJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(ConfigSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return { ...schema, $id: 'https://lastgood.dev/schema/lastgood.schema.json', title: 'lastgood.yaml' };
+}

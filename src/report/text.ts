@@ -1,0 +1,52 @@
+import type { Evidence } from '../decide/types.ts';
+import type { Report, TargetOutcome } from '../engine.ts';
+
+/** The human report of check/run/revert: what each target's verdict is, why, and what was done. */
+export function formatReport(report: Report, opts: { showDiff?: boolean } = {}): string {
+  return report.targets.map((t) => formatTarget(t, opts)).join('\n');
+}
+
+const VERDICT_LABEL: Record<TargetOutcome['verdict'], string> = { healthy: 'HEALTHY', progressing: 'PROGRESSING', failed: 'FAILED', stuck: 'STUCK' };
+
+function formatTarget(t: TargetOutcome, opts: { showDiff?: boolean }): string {
+  const lines: string[] = [];
+  lines.push(`${t.name}: ${VERDICT_LABEL[t.verdict]}${t.class && t.verdict === 'failed' ? ` (${t.class})` : ''}`);
+  lines.push(`  evidence:`);
+  for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`);
+  lines.push(`  decision: ${t.action} — ${t.reason}`);
+  if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.join(', ')}`);
+  if (t.lastKnownGood) lines.push(`  last-known-good: ${t.lastKnownGood} (${t.verified ? 'verified: observed healthy' : 'unverified: the commit before the first bad one'})`);
+  if (t.commit) lines.push(`  ${t.created === false ? 'existing commit' : 'new commit'}: ${t.commit}${t.branch ? ` on ${t.branch}` : ''}`);
+  if (t.pullRequest) lines.push(`  pull request: ${t.pullRequest}`);
+  if (t.diffStat && (t.commit || t.diff)) lines.push(...t.diffStat.split('\n').map((l) => `  ${l}`));
+  if (opts.showDiff && t.diff) lines.push('', t.diff);
+  return lines.join('\n') + '\n';
+}
+
+function evidenceRow(e: Evidence): string {
+  const ref = `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`;
+  const msg = e.message ? `: ${e.message.replace(/\s*\n\s*/g, ' ').slice(0, 160)}` : '';
+  return `${ref} ${e.state} (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`;
+}
+
+/** The DESIGN.md --json document. */
+export function reportJson(report: Report): string {
+  return JSON.stringify({ targets: report.targets.map(jsonTarget) }, null, 2) + '\n';
+}
+
+function jsonTarget(t: TargetOutcome): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    name: t.name, verdict: t.verdict, class: t.class ?? null, summary: t.summary,
+    evidence: t.evidence.map((e) => ({
+      apiVersion: e.apiVersion, kind: e.kind, namespace: e.namespace ?? null, name: e.name, state: e.state, reason: e.reason, message: e.message,
+      ...(e.since ? { since: e.since } : {}),
+      ...(e.attempted?.raw || e.attempted?.sha ? { revision: e.attempted.raw ?? e.attempted.sha } : {}),
+    })),
+    bad: t.bad, lastKnownGood: t.lastKnownGood ?? null, verified: t.verified ?? null,
+    action: t.action, reason: t.reason, commit: t.commit ?? null, pullRequest: t.pullRequest ?? null,
+  };
+  if (t.branch) out.branch = t.branch;
+  if (t.created !== undefined) out.created = t.created;
+  if (t.diff !== undefined) out.diff = t.diff;
+  return out;
+}

@@ -1,0 +1,119 @@
+import type { Evidence, Verdict } from '../decide/types.ts';
+import type { Located } from '../history/locate.ts';
+import type { CommitInfo } from '../repo/types.ts';
+import { loadTemplate, render } from './template.ts';
+
+export interface MessageInput {
+  target: string;
+  paths: string[];
+  strategy: 'revert' | 'restore';
+  verdict: Verdict;
+  located: Located;
+  /** lines saying what was frozen (image automation suspended, tags ignored) */
+  frozen?: string[];
+  rejected?: string[];
+  /** a person's reason (lastgood revert --reason) */
+  reason?: string;
+  now: Date;
+}
+
+const short = (sha: string) => sha.slice(0, 12);
+const subjectLine = (c: CommitInfo) => c.message.split('\n')[0]!.trim();
+
+export function evidenceLine(e: Evidence): string {
+  return `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name} state=${e.state} reason=${e.reason}`;
+}
+
+/** The trailers of DESIGN.md, always present, in git interpret-trailers form. */
+export function trailers(input: Pick<MessageInput, 'target' | 'verdict' | 'located'>): string {
+  const lines = [
+    `Lastgood-Target: ${input.target}`,
+    `Lastgood-Reverts: ${input.located.bad.map((c) => c.oid).join(',')}`,
+    `Lastgood-Restores: ${input.located.lastKnownGood}`,
+    ...input.verdict.evidence.filter((e) => e.state !== 'healthy').map((e) => `Lastgood-Evidence: ${evidenceLine(e)}`),
+  ];
+  if (!lines.some((l) => l.startsWith('Lastgood-Evidence'))) lines.push(...input.verdict.evidence.map((e) => `Lastgood-Evidence: ${evidenceLine(e)}`));
+  return lines.map(oneLine).join('\n');
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, ' ');
+}
+
+function verdictPhrase(v: Verdict): string {
+  return v.verdict === 'stuck' ? 'is stuck' : v.verdict === 'failed' ? `failed (${v.class ?? 'analysis'})` : `is ${v.verdict}`;
+}
+
+function evidenceBullets(evidence: Evidence[]): string {
+  return evidence
+    .map((e) => `- ${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}: ${e.state} (${e.reason})${e.since ? ` since ${e.since}` : ''}${e.message ? `: ${oneLine(e.message)}` : ''}`)
+    .join('\n');
+}
+
+export function commitMessage(input: MessageInput): string {
+  const { located, verdict } = input;
+  const first = verdict.evidence.find((e) => e.state === 'failed') ?? verdict.evidence.find((e) => e.state !== 'healthy');
+  const why = first ? `${first.kind} ${first.namespace ? `${first.namespace}/` : ''}${first.name} ${first.reason}` : verdict.verdict;
+  const later = located.later.length
+    ? input.strategy === 'restore'
+      ? `Also undone by this restore (later commits to the same paths):\n${located.later.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n')}\n`
+      : `Kept (later commits to the same paths, not reverted):\n${located.later.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n')}\n`
+    : '';
+  const frozen = [
+    ...(input.frozen?.length ? [`Frozen:\n${input.frozen.map((f) => `- ${f}`).join('\n')}`] : []),
+    ...(input.rejected?.length ? [`Rejected versions:\n${input.rejected.map((r) => `- ${r}`).join('\n')}`] : []),
+    ...(input.reason ? [`Reason given: ${input.reason}`] : []),
+  ].join('\n\n');
+  return render(loadTemplate('commit-message.md'), {
+    subject: oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${why})`).slice(0, 120),
+    verb: input.strategy === 'restore' ? 'restored' : 'reverted the bad commits of',
+    target: input.target,
+    paths: input.paths.join(', '),
+    verdict: verdictPhrase(verdict),
+    lastKnownGood: located.lastKnownGood,
+    verified: located.verified ? 'verified: observed healthy' : 'unverified: the commit before the first bad one',
+    explanation: located.explanation,
+    evidence: evidenceBullets(verdict.evidence),
+    badCommits: located.bad.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n'),
+    later,
+    frozen,
+    trailers: trailers(input),
+  });
+}
+
+export interface PullRequestInput extends MessageInput {
+  /** link to a commit on the host, e.g. https://github.com/o/r/commit/<sha> */
+  commitUrl?: (sha: string) => string;
+  diffStat: string;
+}
+
+const cell = (s: string) => oneLine(s).replace(/\|/g, '\\|');
+
+export function pullRequestText(input: PullRequestInput): { title: string; body: string } {
+  const { located, verdict } = input;
+  const link = (sha: string) => (input.commitUrl ? `[\`${short(sha)}\`](${input.commitUrl(sha)})` : `\`${short(sha)}\``);
+  const commits = (cs: CommitInfo[]) => cs.map((c) => `- ${link(c.oid)} ${cell(subjectLine(c))}`).join('\n');
+  const frozenLines = [...(input.frozen ?? []).map((f) => `- frozen: ${f}`), ...(input.rejected ?? []).map((r) => `- rejected version: \`${r}\``)];
+  const body = render(loadTemplate('pull-request.md'), {
+    verb: input.strategy === 'restore' ? 'restore' : 'revert',
+    verbPresent: input.strategy === 'restore' ? 'restores' : 'reverts the bad commits in',
+    target: input.target,
+    summary: cell(verdict.summary),
+    verdict: verdictPhrase(verdict),
+    paths: input.paths.map((p) => `\`${p}\``).join(', '),
+    frozenNote: frozenLines.length ? ', except the image-automation freeze listed below' : '',
+    evidenceRows: verdict.evidence
+      .map((e) => `| ${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name} | ${e.state} | ${cell(e.reason)} | ${e.since ?? ''} | ${cell(e.message).slice(0, 300)} |`)
+      .join('\n'),
+    badCommits: commits(located.bad),
+    later: located.later.length ? `${input.strategy === 'restore' ? 'Also undone by this restore' : 'Kept (later commits to the same paths)'}:\n\n${commits(located.later)}` : '',
+    lastKnownGoodLink: link(located.lastKnownGood),
+    verified: located.verified ? '**verified**: observed healthy by lastgood' : '**unverified**: the commit before the first bad one',
+    explanation: cell(located.explanation),
+    diffStat: '```\n' + input.diffStat + '\n```',
+    frozen: frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : '',
+    now: input.now.toISOString(),
+  });
+  const title = oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${verdict.verdict}${verdict.class && verdict.class !== 'stuck' ? `, ${verdict.class}` : ''})`);
+  return { title, body };
+}

@@ -1,0 +1,230 @@
+import test from 'ava';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { lastgood } from './support/cli.ts';
+import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
+import { deployment, kustomization, yamlDocs } from './support/objects.ts';
+
+/** End-to-end through the spawned CLI with real git repositories: the foundation loop (issue 2). */
+
+const TARGET_PATH = 'apps/podinfo/overlays/prod/';
+
+function kustomizationFile(tag: string) {
+  return `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+# prod overlay of podinfo
+resources:
+  - ../../base
+images:
+  - name: ghcr.io/stefanprodan/podinfo
+    newTag: ${tag}
+`;
+}
+
+interface Scenario {
+  repo: string;
+  c1: string; c2: string; c3: string; c4: string;
+  config: string;
+  dir: string;
+}
+
+/** c1 initial, c2 good podinfo change (applied), c3 bad podinfo release (+ new file), c4 unrelated redis change. */
+function scenario(opts: { strategy?: string; mode?: string; extraConfig?: string; bare?: boolean } = {}): Scenario {
+  const repo = makeRepo();
+  const c1 = commit(repo, {
+    'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n',
+    [`${TARGET_PATH}kustomization.yaml`]: kustomizationFile('6.0.0'),
+    'apps/redis/values.yaml': 'replicas: 1\n',
+  }, 'initial platform');
+  const c2 = commit(repo, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
+  const c3 = commit(repo, { [`${TARGET_PATH}kustomization.yaml`]: kustomizationFile('6.1.0'), [`${TARGET_PATH}hpa.yaml`]: 'kind: HorizontalPodAutoscaler\n' }, 'podinfo: release 6.1.0');
+  const c4 = commit(repo, { 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
+  const dir = tempDir('lastgood-cfg-');
+  let repoPath = repo;
+  if (opts.bare) {
+    repoPath = path.join(dir, 'bare.git');
+    git(dir, 'clone', '-q', '--bare', repo, repoPath);
+  }
+  const config = writeFile(dir, 'lastgood.yaml', `repo:
+  url: ${repoPath}
+  branch: main
+defaults:
+  mode: ${opts.mode ?? 'commit'}
+  strategy: ${opts.strategy ?? 'restore'}
+  confirmations: 1
+  stuckAfter: 15m
+targets:
+  - name: podinfo-prod
+    paths: [${TARGET_PATH}]
+    resources:
+      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }
+${opts.extraConfig ?? ''}`);
+  return { repo: repoPath, c1, c2, c3, c4, config, dir };
+}
+
+function failedSnapshot(s: Scenario): string {
+  return writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'False' })));
+}
+
+test('healthy target: exit 0, no commit', async (t) => {
+  const s = scenario();
+  const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c4}`, ready: 'True' })));
+  const before = fingerprint(s.repo);
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json']);
+  t.is(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  t.is(out.targets[0].verdict, 'healthy');
+  t.is(out.targets[0].action, 'none');
+  t.is(git(s.repo, 'rev-parse', 'main'), s.c4);
+  t.is(fingerprint(s.repo), before);
+});
+
+test('failed target: one restore commit with the right content and trailers, nothing else touched', async (t) => {
+  const s = scenario();
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
+  t.is(r.code, 0, r.stderr + r.stdout);
+  const out = JSON.parse(r.stdout).targets[0];
+  t.is(out.verdict, 'failed');
+  t.is(out.action, 'revert');
+  t.deepEqual(out.bad, [s.c3], 'the bad commit is the one that touched the target paths, not the unrelated attempted one');
+  t.is(out.lastKnownGood, s.c2);
+  const head = git(s.repo, 'rev-parse', 'main');
+  t.is(out.commit, head);
+  t.is(git(s.repo, 'rev-parse', 'main^'), s.c4, 'one new commit on top of the branch');
+  // the target paths are exactly their tree at the last-known-good; hpa.yaml (added since) is gone
+  t.is(git(s.repo, 'rev-parse', `main:${TARGET_PATH}`), git(s.repo, 'rev-parse', `${s.c2}:${TARGET_PATH}`));
+  // nothing outside the target paths changed
+  t.is(git(s.repo, 'diff', '--name-only', s.c4, 'main'), `${TARGET_PATH}hpa.yaml\n${TARGET_PATH}kustomization.yaml`.trim());
+  t.is(git(s.repo, 'show', 'main:apps/redis/values.yaml'), 'replicas: 3');
+  const trailers = git(s.repo, 'log', '-1', '--format=%(trailers)', 'main');
+  t.regex(trailers, /^Lastgood-Target: podinfo-prod$/m);
+  t.regex(trailers, new RegExp(`^Lastgood-Reverts: ${s.c3}$`, 'm'));
+  t.regex(trailers, new RegExp(`^Lastgood-Restores: ${s.c2}$`, 'm'));
+  t.regex(trailers, /^Lastgood-Evidence: kustomize\.toolkit\.fluxcd\.io\/Kustomization flux-system\/apps state=failed reason=\S+$/m);
+  // the working copy has main checked out: index and work tree follow the new commit
+  t.is(git(s.repo, 'status', '--porcelain'), '');
+  t.false(existsSync(path.join(s.repo, TARGET_PATH, 'hpa.yaml')));
+  t.regex(readFileSync(path.join(s.repo, TARGET_PATH, 'kustomization.yaml'), 'utf8'), /newTag: 6\.0\.0/);
+});
+
+test('failed again: no second commit', async (t) => {
+  const s = scenario();
+  const snap = failedSnapshot(s);
+  const first = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json']);
+  t.is(first.code, 0, first.stderr);
+  const head = git(s.repo, 'rev-parse', 'main');
+  const second = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json']);
+  t.is(second.code, 0, second.stderr);
+  const out = JSON.parse(second.stdout).targets[0];
+  t.is(out.action, 'revert');
+  t.is(out.created, false);
+  t.is(out.commit, head);
+  t.is(git(s.repo, 'rev-parse', 'main'), head, 'no second commit');
+});
+
+test('dry run: prints the plan and a diff, writes nothing', async (t) => {
+  const s = scenario();
+  const snap = failedSnapshot(s);
+  const before = fingerprint(s.repo);
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--dry-run']);
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, /FAILED/);
+  t.regex(r.stdout, /-\s+newTag: 6\.1\.0\n\+\s+newTag: 6\.0\.0/);
+  t.regex(r.stdout, /hpa\.yaml/);
+  t.is(fingerprint(s.repo), before);
+});
+
+test('bare repository: the branch moves, nothing else', async (t) => {
+  const s = scenario({ bare: true });
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
+  t.is(r.code, 0, r.stderr);
+  t.is(git(s.repo, 'rev-parse', `main:${TARGET_PATH}`), git(s.repo, 'rev-parse', `${s.c2}:${TARGET_PATH}`));
+  t.is(git(s.repo, 'rev-parse', 'main^'), s.c4);
+  t.is(git(s.repo, 'fsck', '--strict'), '');
+});
+
+test('locate by image: the commit that introduced the failing image', async (t) => {
+  const s = scenario({
+    extraConfig: `  - name: podinfo-image
+    paths: [${TARGET_PATH}]
+    resources:
+      - { apiVersion: apps/v1, kind: Deployment, namespace: prod, name: podinfo }
+`,
+  });
+  const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'deadline' })));
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
+  t.is(r.code, 0, r.stderr + r.stdout);
+  const out = JSON.parse(r.stdout).targets[0];
+  t.is(out.verdict, 'failed');
+  t.deepEqual(out.bad, [s.c3]);
+  t.is(out.lastKnownGood, s.c2);
+  t.regex(git(s.repo, 'show', `main:${TARGET_PATH}kustomization.yaml`), /newTag: 6\.0\.0/);
+  // and again: the image is gone from the branch, the run recognises its own revert
+  const again = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
+  t.is(again.code, 0, again.stderr + again.stdout);
+  t.is(JSON.parse(again.stdout).targets[0].created, false);
+});
+
+test('stuck by --now: progressing past stuckAfter is stuck, and stuck alerts (exit 1) by default', async (t) => {
+  const s = scenario();
+  const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'Unknown', since: '2026-11-01T12:00:00Z' })));
+  const early = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', '2026-11-01T12:10:00Z', '--json']);
+  t.is(early.code, 0, early.stderr);
+  t.is(JSON.parse(early.stdout).targets[0].verdict, 'progressing');
+  const late = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', '2026-11-01T12:16:00Z', '--json']);
+  t.is(late.code, 1, late.stderr);
+  const out = JSON.parse(late.stdout).targets[0];
+  t.is(out.verdict, 'stuck');
+  t.is(out.action, 'alert');
+});
+
+test('a revert that cannot be located exits 1, says why, writes nothing', async (t) => {
+  const s = scenario();
+  // attempted = c4 after applied c3: only the unrelated redis commit in between
+  const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c3}`, ready: 'False' })));
+  const before = fingerprint(s.repo);
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap]);
+  t.is(r.code, 1);
+  t.regex(r.stdout, /does not come from this target's files/);
+  t.is(fingerprint(s.repo), before);
+});
+
+test('older Flux revision format main/<sha> is understood', async (t) => {
+  const s = scenario();
+  const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main/${s.c4}`, applied: `main/${s.c2}`, ready: 'False' })));
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json', '--dry-run']);
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(JSON.parse(r.stdout).targets[0].bad, [s.c3]);
+});
+
+test('uncommitted changes in the target paths: exit 2, nothing written', async (t) => {
+  const s = scenario();
+  writeFile(s.repo, `${TARGET_PATH}replicas.yaml`, 'replicas: 5\n');
+  const snap = failedSnapshot(s);
+  const before = fingerprint(s.repo);
+  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap]);
+  t.is(r.code, 2, r.stdout + r.stderr);
+  t.regex(r.stderr, /uncommitted changes in the target paths/);
+  t.is(fingerprint(s.repo), before);
+});
+
+const badInputs: Array<[string, (s: Scenario) => { args: string[] }, RegExp]> = [
+  ['broken YAML snapshot', (s) => ({ args: ['--snapshot', writeFile(s.dir, 'broken.yaml', 'kind: Kustomization\nmetadata: [name: x\n')] }), /broken\.yaml(:\d+)?: cannot parse/],
+  ['bad config', (s) => ({ args: ['--snapshot', failedSnapshot(s), '--config', writeFile(s.dir, 'bad.yaml', 'repo:\n  url: .\ntargets:\n  - name: x\n    paths: [a/]\n    resources: []\n    frobnicate: 1\n')] }), /bad\.yaml:\d+: targets\[0\]/],
+  ['path traversal', (s) => ({ args: ['--snapshot', failedSnapshot(s), '--config', writeFile(s.dir, 'trav.yaml', `repo:\n  url: ${s.repo}\ntargets:\n  - name: x\n    paths: [apps/../../etc/]\n    resources:\n      - { apiVersion: v1, kind: Service, name: x }\n`)] }), /trav\.yaml:5: targets\[0\]\.paths\[0\]: a path must not contain "\.\."/],
+  ['unknown target', (s) => ({ args: ['--snapshot', failedSnapshot(s), '--target', 'nope'] }), /unknown target "nope"/],
+  ['repo without the branch', (s) => ({ args: ['--snapshot', failedSnapshot(s), '--config', writeFile(s.dir, 'nobranch.yaml', readFileSync(s.config, 'utf8').replace('branch: main', 'branch: release'))] }), /branch "release" does not exist/],
+];
+
+for (const [name, make, message] of badInputs) {
+  test(`bad input: ${name} exits 2 naming the cause, repository unchanged`, async (t) => {
+    const s = scenario();
+    const { args } = make(s);
+    const before = fingerprint(s.repo);
+    const full = args.includes('--config') ? ['run', ...args] : ['run', '--config', s.config, ...args];
+    const r = await lastgood(full);
+    t.is(r.code, 2, r.stdout + r.stderr);
+    t.regex(r.stderr, message);
+    t.is(fingerprint(s.repo), before);
+  });
+}

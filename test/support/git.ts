@@ -1,0 +1,70 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+
+/** Real git repositories for tests, made with the real `git` in temp dirs. */
+
+const ENV = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'Dev', GIT_AUTHOR_EMAIL: 'dev@example.com',
+  GIT_COMMITTER_NAME: 'Dev', GIT_COMMITTER_EMAIL: 'dev@example.com',
+  GIT_CONFIG_NOSYSTEM: '1', HOME: os.tmpdir(),
+};
+
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+export function tempDir(prefix = 'lastgood-test-'): string {
+  return mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function makeRepo(opts: { branch?: string } = {}): string {
+  const dir = tempDir('lastgood-repo-');
+  git(dir, 'init', '-q', '-b', opts.branch ?? 'main');
+  return dir;
+}
+
+let clock = Date.parse('2026-11-01T10:00:00Z') / 1000;
+
+/** Writes (string) or deletes (null) files, commits them, returns the full SHA. */
+export function commit(repo: string, files: Record<string, string | null>, message: string): string {
+  for (const [file, content] of Object.entries(files)) {
+    const full = path.join(repo, file);
+    if (content === null) rmSync(full, { force: true });
+    else {
+      mkdirSync(path.dirname(full), { recursive: true });
+      writeFileSync(full, content);
+    }
+  }
+  git(repo, 'add', '-A');
+  clock += 60;
+  const date = `${clock} +0000`;
+  execFileSync('git', ['commit', '-q', '--allow-empty', '-m', message], { cwd: repo, env: { ...ENV, GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } });
+  return git(repo, 'rev-parse', 'HEAD');
+}
+
+/** A fingerprint of everything in a repository folder (work tree and .git), to prove nothing was written. */
+export function fingerprint(dir: string): string {
+  const hash = createHash('sha256');
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const full = path.join(d, name);
+      const st = statSync(full);
+      hash.update(path.relative(dir, full));
+      if (st.isDirectory()) walk(full);
+      else hash.update(readFileSync(full));
+    }
+  };
+  walk(dir);
+  return hash.digest('hex');
+}
+
+export function writeFile(dir: string, file: string, content: string): string {
+  const full = path.join(dir, file);
+  mkdirSync(path.dirname(full), { recursive: true });
+  writeFileSync(full, content);
+  return full;
+}
