@@ -22,6 +22,11 @@ export interface Revision {
   chart?: string;
   /** container images, "repo:tag" or "repo@sha256:…" */
   images?: string[];
+  /**
+   * Multi-source Argo CD Applications: one revision per source, index-aligned with
+   * `spec.sources` (a git SHA, or a chart version in `raw`/`chart`). `sha` above is the first git SHA among them.
+   */
+  sources?: Revision[];
 }
 
 /** The health of one Kubernetes object at one moment. */
@@ -41,6 +46,12 @@ export interface Health {
   attempted?: Revision;
   /** the revision it last reached successfully */
   lastSucceeded?: Revision;
+  /**
+   * Optional (decide's `settle` guard): true while the object is applying a promotion or sync right
+   * now (Kargo Promotion Pending/Running, Argo CD operationState.phase Running, a Flux object
+   * reconciling a new revision). Decide also derives this from state/reason when it is absent.
+   */
+  inFlight?: boolean;
 }
 
 /** One assessor per kind family. Pure: same object and clock, same Health. Must not throw (the registry guards anyway). */
