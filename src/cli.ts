@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { pino } from 'pino';
 import { loadConfig } from './config/load.ts';
 import { configJsonSchema, type Config } from './config/schema.ts';
-import { check, exitCodeFor, revertTarget, run, selectTargets, type Report } from './engine.ts';
+import { check, exitCodeFor, recordHealthy, revertTarget, run, selectTargets, type Report, type TargetOutcome } from './engine.ts';
 import { openRepo } from './deliver/registry.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
@@ -88,11 +88,48 @@ program
     const config = await loadConfig(o.config);
     const now = parseNow(o.now);
     const observed = await observe(o.snapshot, config, o.target);
-    const targets = check({ config, observed, now, target: o.target }).map(({ verdict, decision }) => ({
+    const targets: TargetOutcome[] = check({ config, observed, now, target: o.target }).map(({ verdict, decision }) => ({
       name: verdict.target, verdict: verdict.verdict, class: verdict.class, summary: verdict.summary, evidence: verdict.evidence,
       action: decision.action, reason: decision.reason, bad: [],
     }));
+    if (o.record) {
+      const repo = await repoFor(config, o.config, undefined);
+      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo })) {
+        const t = targets.find((x) => x.name === r.target)!;
+        t.reason = `${t.reason}; ${r.reason}`;
+        if (r.recorded && r.commit) {
+          t.lastKnownGood = r.commit;
+          t.verified = true;
+        }
+      }
+    }
     print({ targets }, Boolean(o.json));
+  });
+
+program
+  .command('lkg')
+  .description('list the verified last-known-good records (git notes under refs/notes/lastgood)')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .option('--target <name>', 'only this target')
+  .option('--repo <path|url>', 'the config repository (overrides repo.url)')
+  .option('--json', 'print one JSON document')
+  .action(async (o: { config: string; target?: string; repo?: string; json?: boolean }) => {
+    const config = await loadConfig(o.config);
+    const targets = selectTargets(config, o.target);
+    const repo = await repoFor(config, o.config, o.repo);
+    const store = repo.notes?.();
+    if (!store) throw new InputError(`the ${repo.kind} repository backend keeps no verified records`);
+    const names = new Set(targets.map((t) => t.name));
+    const records = (await store.list()).filter((r) => names.has(r.target));
+    if (o.json) {
+      process.stdout.write(JSON.stringify({ targets: targets.map((t) => ({ name: t.name, records: records.filter((r) => r.target === t.name) })) }, null, 2) + '\n');
+      return;
+    }
+    for (const t of targets) {
+      const mine = records.filter((r) => r.target === t.name);
+      process.stdout.write(`${t.name}: ${mine.length ? `${mine.length} verified revision${mine.length === 1 ? '' : 's'}` : 'no verified revision yet (lastgood check --record writes them)'}\n`);
+      for (const r of mine) process.stdout.write(`  ${r.commit}  ${r.at}  ${r.evidence}\n`);
+    }
   });
 
 program

@@ -1,16 +1,22 @@
 import type { Logger } from 'pino';
 import { resolveTarget, type Config, type ResolvedTarget } from './config/schema.ts';
 import { decide } from './decide/decide.ts';
-import type { Decision, Evidence, Verdict } from './decide/types.ts';
+import type { Decision, Evidence, HookPlan, RepoGuards, Verdict } from './decide/types.ts';
+import { repoGuards } from './decide/history.ts';
+import { hookPayload, runHook } from './decide/hook.ts';
+import { notify } from './report/notify.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
 import { InputError, RevertImpossible, type ExitCode } from './errors.ts';
 import { locate, type Located } from './history/locate.ts';
 import { lastgoodTarget, revertedBy } from './history/trailers.ts';
 import type { Observed } from './observe/types.ts';
-import type { Change, DeliveryMode, Person, RepoBackend } from './repo/types.ts';
+import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './repo/types.ts';
 import { diffChange, diffStat, unifiedDiff } from './revert/diff.ts';
-import { commitMessage, pullRequestText } from './revert/message.ts';
+import { commitMessage, evidenceLine, pullRequestText } from './revert/message.ts';
+import { newestVerified } from './history/notes.ts';
 import { planRestore } from './revert/restore.ts';
+import { planRevert } from './revert/threeway.ts';
+import { planFreeze } from './revert/freeze.ts';
 import { StaleHeadError } from './deliver/local.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
@@ -47,6 +53,8 @@ export interface CheckOptions {
   target?: string;
   /** consecutive failed assessments per target (controller, --wait); one-shot runs see 1 */
   observations?: Map<string, number>;
+  /** per target: what the repository says about its past reverts (run gathers it; check has no repository) */
+  guards?: Map<string, RepoGuards>;
 }
 
 export function selectTargets(config: Config, name?: string): ResolvedTarget[] {
@@ -61,7 +69,7 @@ export function selectTargets(config: Config, name?: string): ResolvedTarget[] {
 export function check(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: Verdict; decision: Decision }> {
   return selectTargets(opts.config, opts.target).map((target) => {
     const verdict = verdictFor(target, evidenceFor(target, opts.observed, opts.now), opts.now);
-    const decision = decide({ verdict, target, now: opts.now, observations: opts.observations?.get(target.name) ?? 1 });
+    const decision = decide({ verdict, target, now: opts.now, observations: opts.observations?.get(target.name) ?? 1, guards: opts.guards?.get(target.name) });
     return { target, verdict, decision };
   });
 }
@@ -73,22 +81,84 @@ export interface RunOptions extends CheckOptions {
   log: Logger;
   /** host links for PR bodies */
   commitUrl?: (sha: string) => string;
+  /** environment for notification URLs (default: process.env) */
+  env?: Record<string, string | undefined>;
 }
 
 /** The whole pipeline: check, then for each target whose decision is revert, locate, plan and deliver. */
 export async function run(opts: RunOptions): Promise<Report> {
   const targets: TargetOutcome[] = [];
-  for (const { target, verdict, decision } of check(opts)) {
+  const guards = await guardsFor(opts);
+  for (const { target, verdict, decision } of check({ ...opts, guards })) {
     const outcome = baseOutcome(verdict, decision);
-    if (decision.action === 'revert') await revertInto(outcome, { ...opts, target, verdict });
     targets.push(outcome);
+    try {
+      // a hook whose policy does not revert (then: none | alert) runs here; one before a revert runs right before delivery
+      const revert = decision.action === 'revert' || (decision.hook !== undefined && !(await hookAlone(outcome, decision.hook, { ...opts, verdict })));
+      if (revert) await revertInto(outcome, { ...opts, target, verdict, hook: decision.action === 'revert' ? decision.hook : undefined });
+    } catch (error) {
+      outcome.action = 'alert';
+      outcome.reason = `revert failed: ${error instanceof Error ? error.message : String(error)}`;
+      await notifyOutcomes({ targets }, opts);
+      throw error;
+    }
   }
+  await notifyOutcomes({ targets }, opts);
   return { targets };
+}
+
+/** Guards that need the repository (last revert, revert of a revert), for the targets that are failed or stuck. */
+async function guardsFor(opts: RunOptions): Promise<Map<string, RepoGuards>> {
+  const out = new Map<string, RepoGuards>();
+  let head: string | undefined;
+  for (const target of selectTargets(opts.config, opts.target)) {
+    const evidence = evidenceFor(target, opts.observed, opts.now);
+    const { verdict } = verdictFor(target, evidence, opts.now);
+    if (verdict !== 'failed' && verdict !== 'stuck') continue;
+    head ??= await opts.repo.head(opts.config.repo.branch);
+    out.set(target.name, await repoGuards({ reader: opts.repo, head, target, evidence }));
+  }
+  return out;
+}
+
+/**
+ * Runs a recovery hook before lastgood acts (never with --dry-run), and records what it said.
+ * Returns true when the revert goes ahead: the hook succeeded, or failed with onHookFailure: revert.
+ */
+async function hookBefore(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunOptions, 'dryRun' | 'now' | 'log'> & { verdict: Verdict }): Promise<boolean> {
+  if (opts.dryRun) {
+    outcome.reason = `${outcome.reason}; dry run: hook not run`;
+    return hook.then === 'revert';
+  }
+  const result = await runHook(hook, hookPayload(opts.verdict, outcome, opts.now));
+  opts.log.info({ target: outcome.name, ok: result.ok, ms: result.ms }, 'ran recovery hook');
+  if (result.ok) {
+    outcome.reason = `${outcome.reason}; hook succeeded (${result.detail})`;
+    return hook.then === 'revert';
+  }
+  outcome.action = hook.onFailure;
+  outcome.reason = `hook failed (${result.detail}), onHookFailure: ${hook.onFailure}; ${outcome.reason}`;
+  return hook.onFailure === 'revert';
+}
+
+/** A hook of a policy whose action is not revert; true when it asks for a revert after all (a failure with onHookFailure: revert). */
+async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunOptions, 'dryRun' | 'now' | 'log'> & { verdict: Verdict }): Promise<boolean> {
+  const revert = await hookBefore(outcome, hook, opts);
+  if (revert) outcome.action = 'revert';
+  return revert;
+}
+
+/** Notifications at the end of a run (never with --dry-run); failures are logged and change nothing. */
+async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun'>): Promise<void> {
+  if (opts.dryRun) return;
+  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now });
 }
 
 export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target'> {
   target: ResolvedTarget;
   verdict: Verdict;
+  /** a recovery hook to run right before delivery (policy `{ hook, then: revert }`) */
+  hook?: HookPlan;
   /** lastgood revert --bad/--to: a person names the commits */
   bad?: string;
   to?: string;
@@ -99,6 +169,7 @@ export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target
 export async function revertTarget(opts: RevertOptions): Promise<Report> {
   const outcome = baseOutcome(opts.verdict, { action: 'revert', reason: opts.reason ? `requested: ${opts.reason}` : 'requested by a person' });
   await revertInto(outcome, opts);
+  await notifyOutcomes({ targets: [outcome] }, opts);
   return { targets: [outcome] };
 }
 
@@ -117,6 +188,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
     try {
       const head = await repo.head(branch);
       const located = opts.bad ? await namedCommits(repo, head, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence });
+      if (!opts.bad) await preferVerified(repo, located, target);
       outcome.bad = located.bad.map((c) => c.oid);
       outcome.lastKnownGood = located.lastKnownGood;
       outcome.verified = located.verified;
@@ -129,7 +201,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
         outcome.reason = `${outcome.reason}; already reverted by ${existing.slice(0, 12)}`;
         return;
       }
-      const change = await plan(opts, head, located);
+      const { change, planned } = await plan(opts, head, located);
       if (change.files.length === 0) {
         outcome.created = false;
         outcome.reason = `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`;
@@ -140,14 +212,15 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       outcome.message = change.message;
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {
-        const pr = pullRequestText({ ...messageInput(opts, located), diffStat: outcome.diffStat, commitUrl: opts.commitUrl });
+        const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: opts.commitUrl });
         change.pullRequest = { ...pr, ...opts.config.pullRequest };
       }
       if (opts.dryRun) {
         outcome.diff = unifiedDiff(diffs);
-        outcome.reason = `${outcome.reason}; dry run: nothing written`;
+        outcome.reason = `${outcome.reason}; dry run: ${opts.hook ? 'hook not run, ' : ''}nothing written`;
         return;
       }
+      if (opts.hook && !(await hookBefore(outcome, opts.hook, opts))) return;
       const result = await repo.deliver(change, mode);
       outcome.commit = result.commit;
       outcome.branch = result.branch;
@@ -170,32 +243,139 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
   }
 }
 
-function messageInput(opts: RevertOptions, located: Located) {
+function messageInput(opts: RevertOptions, located: Located, planned?: Planned) {
   return {
     target: opts.target.name,
     paths: opts.target.paths,
-    strategy: 'restore' as const,
+    strategy: planned?.strategy ?? (opts.target.strategy === 'restore' ? ('restore' as const) : ('revert' as const)),
     verdict: opts.verdict,
     located,
+    frozen: [...(planned?.notes ?? []), ...(planned?.frozen ?? [])],
+    rejected: planned?.rejected ?? [],
     reason: opts.reason,
     now: opts.now,
   };
 }
 
-async function plan(opts: RevertOptions, head: string, located: Located): Promise<Change> {
-  const files = await planRestore(opts.repo, { head, lastKnownGood: located.lastKnownGood, paths: opts.target.paths });
+interface Planned {
+  files: FileChange[];
+  strategy: 'revert' | 'restore';
+  frozen: string[];
+  rejected: string[];
+  /** what a person should know about how the plan was made (a fallback, a skipped freeze edit) */
+  notes: string[];
+}
+
+/**
+ * The files of the change: `revert` undoes exactly the bad commits (3-way); `restore` sets the
+ * target paths to their tree at the last-known-good; `revert-or-restore` restores only when the
+ * revert conflicts. Then the freeze edits, which may lie outside the target paths.
+ */
+async function planFiles(opts: RevertOptions, head: string, located: Located): Promise<Planned> {
+  const { repo, target } = opts;
+  const restore = () => planRestore(repo, { head, lastKnownGood: located.lastKnownGood, paths: target.paths });
+  const planned: Planned = { files: [], strategy: 'revert', frozen: [], rejected: [], notes: [] };
+  if (target.strategy === 'restore' || located.bad.length === 0) {
+    planned.files = await restore();
+    planned.strategy = 'restore';
+  } else {
+    try {
+      planned.files = (await planRevert(repo, { head, bad: located.bad.map((c) => c.oid), paths: target.paths })).files;
+    } catch (error) {
+      if (!(error instanceof RevertImpossible) || target.strategy !== 'revert-or-restore') throw error;
+      planned.files = await restore();
+      planned.strategy = 'restore';
+      planned.notes.push(`the revert conflicted (${error.message}); restored the last-known-good instead (strategy revert-or-restore)`);
+    }
+  }
+  if (target.freeze === 'auto' && planned.files.length > 0) {
+    const badImages = [...new Set(opts.verdict.evidence.filter((e) => e.state === 'failed').flatMap((e) => e.attempted?.images ?? []))];
+    const freeze = await planFreeze(repo, { head, paths: target.paths, badImages, badCommits: located.bad, mode: 'auto' });
+    const taken = new Set(planned.files.map((f) => f.path));
+    for (const f of freeze.files) {
+      // the revert's own content wins inside the target paths; the freeze edit of that file is left out and said
+      if (taken.has(f.path)) planned.notes.push(`freeze edit of ${f.path} left out: the revert changes that file`);
+      else planned.files.push(f);
+    }
+    planned.frozen.push(...freeze.frozen, ...freeze.warnings.map((w) => `not frozen: ${w}`));
+    planned.rejected.push(...freeze.rejected);
+  }
+  return planned;
+}
+
+async function plan(opts: RevertOptions, head: string, located: Located): Promise<{ change: Change; planned: Planned }> {
+  const planned = await planFiles(opts, head, located);
   const author: Person = { ...opts.config.repo.author, timestamp: Math.floor(opts.now.getTime() / 1000), timezoneOffset: 0 };
-  return {
+  const change: Change = {
     target: opts.target.name,
     branch: opts.config.repo.branch,
     paths: opts.target.paths,
     parent: head,
-    files,
-    message: commitMessage(messageInput(opts, located)),
+    files: planned.files,
+    message: commitMessage(messageInput(opts, located, planned)),
     author,
     bad: located.bad.map((c) => c.oid),
     lastKnownGood: located.lastKnownGood,
   };
+  return { change, planned };
+}
+
+/**
+ * Verified last-known-good (git notes): the newest commit before the first bad one that lastgood
+ * observed healthy for this target. Where its target paths equal those before the first bad
+ * commit, the LKG is simply verified; where unverified commits lie in between, `restore` goes back
+ * to the verified one, and `revert` (which undoes only the bad commits) says so.
+ */
+async function preferVerified(repo: RepoBackend, located: Located, target: ResolvedTarget): Promise<void> {
+  const store = repo.notes?.();
+  if (!store || located.alreadyRevertedBy) return;
+  const records = await store.list(target.name);
+  if (records.length === 0) return;
+  const candidates = await repo.commitsTouching(located.lastKnownGood, [], { limit: 1000 });
+  const verified = newestVerified(records, target.name, candidates.map((c) => c.oid));
+  if (!verified) return;
+  const between = await repo.commitsTouching(located.lastKnownGood, target.paths, { stop: verified });
+  if (between.length === 0) {
+    located.lastKnownGood = verified === located.lastKnownGood ? verified : located.lastKnownGood;
+    located.verified = true;
+    located.explanation += `; last-known-good verified by the record on ${verified.slice(0, 12)}`;
+  } else if (target.strategy === 'restore') {
+    located.lastKnownGood = verified;
+    located.verified = true;
+    located.explanation += `; restoring the newest verified revision ${verified.slice(0, 12)} (${between.length} unverified commit${between.length === 1 ? '' : 's'} to these paths after it are undone too)`;
+  } else {
+    located.explanation += `; the newest verified revision is ${verified.slice(0, 12)}, ${between.length} unverified commit${between.length === 1 ? '' : 's'} to these paths after it are kept`;
+  }
+}
+
+export interface RecordOutcome {
+  target: string;
+  commit?: string;
+  recorded: boolean;
+  reason: string;
+}
+
+/** `check --record`: a verified last-known-good note for every healthy target at the revision it runs. */
+export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend }): Promise<RecordOutcome[]> {
+  const store = opts.repo.notes?.();
+  const out: RecordOutcome[] = [];
+  for (const { target, verdict } of check(opts)) {
+    if (verdict.verdict !== 'healthy') continue;
+    if (!store) {
+      out.push({ target: target.name, recorded: false, reason: `the ${opts.repo.kind} backend keeps no notes` });
+      continue;
+    }
+    const sha = verdict.evidence.map((e) => e.attempted?.sha ?? e.lastSucceeded?.sha).find(Boolean);
+    const commit = sha ? await opts.repo.resolveCommit(sha) : undefined;
+    if (!commit) {
+      out.push({ target: target.name, recorded: false, reason: sha ? `revision ${sha} is not in the repository` : 'no object of the target reports a git revision' });
+      continue;
+    }
+    const evidence = verdict.evidence.map((e) => evidenceLine(e)).join('; ');
+    await store.record(commit, { target: target.name, at: opts.now.toISOString(), evidence });
+    out.push({ target: target.name, commit, recorded: true, reason: `recorded ${commit.slice(0, 12)} as verified last-known-good` });
+  }
+  return out;
 }
 
 /** Idempotency: a lastgood commit for this target that already reverts the newest bad commit. */

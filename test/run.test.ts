@@ -5,6 +5,9 @@ import { lastgood } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { deployment, kustomization, yamlDocs } from './support/objects.ts';
 
+/** the failures in these snapshots begin at 12:00; five minutes later they are fresh (maxAge) */
+const NOW = ['--now', '2026-11-01T12:05:00Z'];
+
 /** End-to-end through the spawned CLI with real git repositories: the foundation loop (issue 2). */
 
 const TARGET_PATH = 'apps/podinfo/overlays/prod/';
@@ -70,7 +73,7 @@ test('healthy target: exit 0, no commit', async (t) => {
   const s = scenario();
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c4}`, ready: 'True' })));
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json']);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   t.is(out.targets[0].verdict, 'healthy');
@@ -81,7 +84,7 @@ test('healthy target: exit 0, no commit', async (t) => {
 
 test('failed target: one restore commit with the right content and trailers, nothing else touched', async (t) => {
   const s = scenario();
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
   t.is(r.code, 0, r.stderr + r.stdout);
   const out = JSON.parse(r.stdout).targets[0];
   t.is(out.verdict, 'failed');
@@ -110,10 +113,10 @@ test('failed target: one restore commit with the right content and trailers, not
 test('failed again: no second commit', async (t) => {
   const s = scenario();
   const snap = failedSnapshot(s);
-  const first = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json']);
+  const first = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(first.code, 0, first.stderr);
   const head = git(s.repo, 'rev-parse', 'main');
-  const second = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json']);
+  const second = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(second.code, 0, second.stderr);
   const out = JSON.parse(second.stdout).targets[0];
   t.is(out.action, 'revert');
@@ -126,7 +129,7 @@ test('dry run: prints the plan and a diff, writes nothing', async (t) => {
   const s = scenario();
   const snap = failedSnapshot(s);
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--dry-run']);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--dry-run']);
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, /FAILED/);
   t.regex(r.stdout, /-\s+newTag: 6\.1\.0\n\+\s+newTag: 6\.0\.0/);
@@ -136,7 +139,7 @@ test('dry run: prints the plan and a diff, writes nothing', async (t) => {
 
 test('bare repository: the branch moves, nothing else', async (t) => {
   const s = scenario({ bare: true });
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
   t.is(r.code, 0, r.stderr);
   t.is(git(s.repo, 'rev-parse', `main:${TARGET_PATH}`), git(s.repo, 'rev-parse', `${s.c2}:${TARGET_PATH}`));
   t.is(git(s.repo, 'rev-parse', 'main^'), s.c4);
@@ -152,7 +155,7 @@ test('locate by image: the commit that introduced the failing image', async (t) 
 `,
   });
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'deadline' })));
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
   t.is(r.code, 0, r.stderr + r.stdout);
   const out = JSON.parse(r.stdout).targets[0];
   t.is(out.verdict, 'failed');
@@ -160,7 +163,7 @@ test('locate by image: the commit that introduced the failing image', async (t) 
   t.is(out.lastKnownGood, s.c2);
   t.regex(git(s.repo, 'show', `main:${TARGET_PATH}kustomization.yaml`), /newTag: 6\.0\.0/);
   // and again: the image is gone from the branch, the run recognises its own revert
-  const again = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
+  const again = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
   t.is(again.code, 0, again.stderr + again.stdout);
   t.is(JSON.parse(again.stdout).targets[0].created, false);
 });
@@ -183,7 +186,7 @@ test('a revert that cannot be located exits 1, says why, writes nothing', async 
   // attempted = c4 after applied c3: only the unrelated redis commit in between
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c3}`, ready: 'False' })));
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap]);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap]);
   t.is(r.code, 1);
   t.regex(r.stdout, /does not come from this target's files/);
   t.is(fingerprint(s.repo), before);
@@ -192,7 +195,7 @@ test('a revert that cannot be located exits 1, says why, writes nothing', async 
 test('older Flux revision format main/<sha> is understood', async (t) => {
   const s = scenario();
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main/${s.c4}`, applied: `main/${s.c2}`, ready: 'False' })));
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--json', '--dry-run']);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json', '--dry-run']);
   t.is(r.code, 0, r.stderr);
   t.deepEqual(JSON.parse(r.stdout).targets[0].bad, [s.c3]);
 });
@@ -202,7 +205,7 @@ test('uncommitted changes in the target paths: exit 2, nothing written', async (
   writeFile(s.repo, `${TARGET_PATH}replicas.yaml`, 'replicas: 5\n');
   const snap = failedSnapshot(s);
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap]);
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap]);
   t.is(r.code, 2, r.stdout + r.stderr);
   t.regex(r.stderr, /uncommitted changes in the target paths/);
   t.is(fingerprint(s.repo), before);
@@ -221,7 +224,7 @@ for (const [name, make, message] of badInputs) {
     const s = scenario();
     const { args } = make(s);
     const before = fingerprint(s.repo);
-    const full = args.includes('--config') ? ['run', ...args] : ['run', '--config', s.config, ...args];
+    const full = args.includes('--config') ? ['run', ...NOW, ...args] : ['run', ...NOW, '--config', s.config, ...args];
     const r = await lastgood(full);
     t.is(r.code, 2, r.stdout + r.stderr);
     t.regex(r.stderr, message);

@@ -22,13 +22,40 @@ export const RepoPath = z
 
 export const Action = z.enum(['revert', 'alert', 'none']);
 
-/** What to do with one failure class: act, report, ignore, or wait for self-healing and then act. */
+/** A user-defined recovery step run before lastgood acts: POST the verdict as JSON, or a command reading it on stdin. */
+export const HookSpec = z.union([
+  z
+    .object({
+      url: z.string().url().describe('POST the verdict as JSON to this URL; a 2xx answer is success'),
+      timeout: Duration.default('60s').describe('give up (and count the hook as failed) after this long'),
+    })
+    .strict(),
+  z
+    .object({
+      command: z.array(z.string().min(1)).min(1).describe('program and arguments (no shell); the verdict JSON is on stdin; exit 0 is success'),
+      timeout: Duration.default('60s').describe('kill the command (and count the hook as failed) after this long'),
+    })
+    .strict(),
+]);
+
+/**
+ * What to do with one failure class: act (`revert`), report (`alert`), ignore (`none`), wait for
+ * self-healing and then act, or run a recovery hook and then act.
+ */
 export const Policy = z.union([
   Action,
   z
     .object({
       wait: Duration.describe('how long to give the target to heal itself'),
       then: z.enum(['revert', 'alert']).describe('what to do when it has not healed by then'),
+    })
+    .strict(),
+  z
+    .object({
+      hook: HookSpec,
+      wait: Duration.optional().describe('give the target this long to heal itself before the hook runs'),
+      then: Action.default('revert').describe('what to do after the hook succeeded'),
+      onHookFailure: Action.default('alert').describe('what to do when the hook failed (error, non-2xx, non-zero exit, timeout)'),
     })
     .strict(),
 ]);
@@ -41,6 +68,9 @@ export const OnFailure = z
   })
   .strict();
 
+/** A duration, or "off" to disable a guard. */
+export const DurationOrOff = z.union([z.literal('off'), Duration]);
+
 export const Strategy = z.enum(['revert', 'restore', 'revert-or-restore']);
 export const Mode = z.enum(['commit', 'pull-request']);
 
@@ -52,6 +82,10 @@ const TargetSettings = {
   stuckAfter: Duration.describe('progressing longer than this is stuck'),
   onFailure: OnFailure,
   freeze: z.enum(['auto', 'off']).describe('stop image automation from re-shipping the bad version'),
+  settle: z.boolean().describe('hold a revert while another promotion or sync of the target is in flight'),
+  maxAge: DurationOrOff.describe('ignore failures older than this ("off": never)'),
+  cooldown: DurationOrOff.describe('no second revert of the same target within this long after the last one ("off": none)'),
+  freezeUntil: z.iso.datetime({ offset: true }).describe('no reverts (and no hooks) before this time, ISO 8601; also per object: annotation lastgood.dev/hold'),
 } as const;
 
 export const Resource = z
@@ -78,6 +112,28 @@ export const Target = z
     stuckAfter: TargetSettings.stuckAfter.optional(),
     onFailure: OnFailure.partial().optional(),
     freeze: TargetSettings.freeze.optional(),
+    settle: TargetSettings.settle.optional(),
+    maxAge: TargetSettings.maxAge.optional(),
+    cooldown: TargetSettings.cooldown.optional(),
+    freezeUntil: TargetSettings.freezeUntil.optional(),
+  })
+  .strict();
+
+/** Where a secret (a webhook URL) comes from: an environment variable or a file (a mounted Secret). Never the value itself. */
+export const SecretRef = z.union([
+  z.object({ env: z.string().min(1).describe('name of the environment variable holding the value') }).strict(),
+  z.object({ file: z.string().min(1).describe('path of a file holding the value (e.g. a mounted Secret)') }).strict(),
+]);
+
+export const NotifyEvent = z.enum(['alert', 'reverted', 'revert-failed']);
+
+/** Notifications: a generic JSON webhook and a Slack-compatible incoming webhook. */
+export const Notify = z
+  .object({
+    webhook: z.object({ urlFrom: SecretRef }).strict().optional().describe('generic webhook (JSON POST); default: env LASTGOOD_WEBHOOK_URL'),
+    slack: z.object({ urlFrom: SecretRef }).strict().optional().describe('Slack incoming webhook; default: env LASTGOOD_SLACK_WEBHOOK_URL'),
+    events: z.array(NotifyEvent).default(['alert', 'reverted', 'revert-failed']).describe('which outcomes to send'),
+    timeout: Duration.default('10s'),
   })
   .strict();
 
@@ -102,6 +158,10 @@ export const ConfigSchema = z
         stuckAfter: TargetSettings.stuckAfter.default('15m'),
         onFailure: OnFailure.default({ analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' }),
         freeze: TargetSettings.freeze.default('auto'),
+        settle: TargetSettings.settle.default(true),
+        maxAge: TargetSettings.maxAge.default('20m'),
+        cooldown: TargetSettings.cooldown.default('30m'),
+        freezeUntil: TargetSettings.freezeUntil.optional(),
       })
       .strict()
       .default({
@@ -111,6 +171,9 @@ export const ConfigSchema = z
         stuckAfter: '15m',
         onFailure: { analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' },
         freeze: 'auto',
+        settle: true,
+        maxAge: '20m',
+        cooldown: '30m',
       }),
     pullRequest: z
       .object({
@@ -122,6 +185,7 @@ export const ConfigSchema = z
       })
       .strict()
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
+    notify: Notify.optional(),
     targets: z.array(Target).min(1, 'at least one target is needed'),
   })
   .strict()
@@ -130,13 +194,34 @@ export const ConfigSchema = z
     config.targets.forEach((t, i) => {
       if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `duplicate target name "${t.name}"` });
       seen.add(t.name);
+      // a wait as long as maxAge could never act: the failure would be ignored before the wait ends
+      const maxAge = t.maxAge ?? config.defaults.maxAge;
+      const maxAgeMs = maxAge === 'off' ? undefined : parseDuration(maxAge);
+      const onFailure = { ...config.defaults.onFailure, ...t.onFailure };
+      for (const cls of ['analysis', 'promotion', 'stuck'] as const) {
+        const wait = waitOf(onFailure[cls]);
+        if (maxAgeMs !== undefined && wait !== undefined && (parseDuration(wait) ?? 0) >= maxAgeMs) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['targets', i, t.onFailure?.[cls] !== undefined ? 'onFailure' : 'maxAge'],
+            message: `onFailure.${cls} waits ${wait}, not less than maxAge ${maxAge}: the failure would be ignored before the wait ends (raise maxAge or set it to "off")`,
+          });
+        }
+      }
     });
   });
+
+function waitOf(policy: z.output<typeof Policy>): string | undefined {
+  return typeof policy === 'object' ? policy.wait : undefined;
+}
 
 export type Config = z.output<typeof ConfigSchema>;
 export type TargetConfig = z.output<typeof Target>;
 export type PolicyConfig = z.output<typeof Policy>;
 export type OnFailureConfig = z.output<typeof OnFailure>;
+export type HookSpecConfig = z.output<typeof HookSpec>;
+export type NotifyConfig = z.output<typeof Notify>;
+export type SecretRefConfig = z.output<typeof SecretRef>;
 
 /** A target with every default filled in: what the pipeline works with. */
 export interface ResolvedTarget {
@@ -149,6 +234,14 @@ export interface ResolvedTarget {
   stuckAfterMs: number;
   onFailure: OnFailureConfig;
   freeze: 'auto' | 'off';
+  /** hold a revert while another promotion or sync of the target is in flight */
+  settle: boolean;
+  /** failures older than this are ignored; undefined: never */
+  maxAgeMs: number | undefined;
+  /** no second revert within this long after the last one; 0: off */
+  cooldownMs: number;
+  /** no reverts or hooks before this ISO time */
+  freezeUntil: string | undefined;
 }
 
 export function resolveTarget(config: Config, target: TargetConfig): ResolvedTarget {
@@ -163,7 +256,15 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     stuckAfterMs: parseDuration(target.stuckAfter ?? d.stuckAfter)!,
     onFailure: { ...d.onFailure, ...target.onFailure },
     freeze: target.freeze ?? d.freeze,
+    settle: target.settle ?? d.settle,
+    maxAgeMs: offOrMs(target.maxAge ?? d.maxAge),
+    cooldownMs: offOrMs(target.cooldown ?? d.cooldown) ?? 0,
+    freezeUntil: target.freezeUntil ?? d.freezeUntil,
   };
+}
+
+function offOrMs(value: string): number | undefined {
+  return value === 'off' ? undefined : parseDuration(value)!;
 }
 
 /** "./apps//x/" → "apps/x/": one spelling per path so that path comparisons are exact. */

@@ -20,6 +20,10 @@ export interface Evidence {
   lastSucceeded?: Revision;
   /** where the object was read from (file, "kube", "event"); absent when the object was not found */
   source?: string;
+  /** the object's `lastgood.dev/hold` annotation: while present, lastgood writes nothing for the target */
+  hold?: string;
+  /** the assessor says the object is applying a promotion or sync right now (Kargo Promotion Running, Argo CD operation Running) */
+  inFlight?: boolean;
 }
 
 export interface Verdict {
@@ -39,4 +43,42 @@ export interface Decision {
   action: ActionKind;
   /** one line saying why this action, for people */
   reason: string;
+  /** the guard that held a revert back (action `wait` or `none`), when one did */
+  heldBy?: GuardName;
+  /** a recovery hook to run before acting; the engine runs it only in `run` (never in `check`, never with --dry-run) */
+  hook?: HookPlan;
+}
+
+export type GuardName = 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert';
+
+export type HookTarget = { url: string } | { command: string[] };
+
+export interface HookPlan {
+  spec: HookTarget;
+  timeoutMs: number;
+  /** the action once the hook succeeded (the decision's own action) */
+  then: Exclude<ActionKind, 'wait'>;
+  /** the action when the hook failed */
+  onFailure: Exclude<ActionKind, 'wait'>;
+}
+
+/**
+ * What the config repository says about the target's past reverts, gathered by the engine
+ * (decide itself reads nothing). Plain data so that decide stays pure.
+ */
+export interface RepoGuards {
+  /** the newest lastgood commit for this target on the branch */
+  lastRevert?: {
+    commit: string;
+    /** its commit time, ISO */
+    at: string;
+    /**
+     * true: the failing revision contains this revert (the cluster runs it, so a new revert would be a second one);
+     * false: the failing revision predates it (the sync has not caught up: the same failure, already handled);
+     * undefined: unknown (no failing object reports a git revision): decided by comparing times
+     */
+    deployed?: boolean;
+  };
+  /** the failing revision is itself a lastgood commit: lastgood never reverts a revert */
+  revertOfRevert?: { commit: string; target: string };
 }

@@ -33,8 +33,14 @@ export function toEvidence(object: KubeObject, source: string, now: Date): Evide
   if (h.terminal) e.terminal = true;
   if (h.attempted) e.attempted = h.attempted;
   if (h.lastSucceeded) e.lastSucceeded = h.lastSucceeded;
+  if (h.inFlight) e.inFlight = true;
+  const hold = object.metadata.annotations?.[HOLD_ANNOTATION];
+  if (typeof hold === 'string') e.hold = hold.trim() || 'no reason given';
   return e;
 }
+
+/** On any watched object of a target, this annotation stops lastgood from writing for the target; its value is the reason. */
+export const HOLD_ANNOTATION = 'lastgood.dev/hold';
 
 function objectKey(gk: string, namespace: string | undefined, name: string): string {
   return `${gk}|${namespace ?? ''}|${name}`;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { InputError, RemoteError } from '../errors.ts';
+import { openLocalNotes, type NotesStore } from '../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend } from '../repo/types.ts';
 
 /** Thrown when the branch moved between plan and delivery: the engine re-plans on the new head. */
@@ -131,7 +132,7 @@ export class LocalRepo implements RepoBackend {
 
   private async collect(treeOid: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {
     for (const e of await this.readTreeEntries(treeOid)) {
-      const full = `${prefix}/${e.path}`;
+      const full = prefix ? `${prefix}/${e.path}` : e.path;
       if (e.type === 'tree') await this.collect(e.oid, full, out);
       else if (e.type === 'blob') out.set(full, { oid: e.oid, mode: e.mode });
     }
@@ -170,6 +171,10 @@ export class LocalRepo implements RepoBackend {
       this.trees.set(oid, entries);
     }
     return entries;
+  }
+
+  notes(): NotesStore {
+    return openLocalNotes({ fs, dir: this.layout.dir, gitdir: this.layout.gitdir });
   }
 
   async readBlob(oid: string): Promise<Uint8Array> {

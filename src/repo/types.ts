@@ -1,3 +1,5 @@
+import type { NotesStore } from '../history/notes.ts';
+
 /**
  * The port between the pipeline and a config repository. history/ and revert/ only read through
  * RepoReader; deliver/ backends (local isomorphic-git, GitHub REST) implement RepoBackend.
@@ -92,11 +94,14 @@ export interface DeliveryResult {
   branch: string;
   pullRequest?: { url: string; number: number };
   /** false when an equivalent commit or PR already existed and nothing new was written */
-  created: boolean;
+  created: boolean;  /** problems that did not stop the delivery (a reviewer that cannot be requested, auto-merge refused) */
+  warnings?: string[];
 }
 
 export interface RepoBackend extends RepoReader {
   readonly kind: string;
+  /** verified last-known-good records (git notes under refs/notes/lastgood), where the backend keeps them */
+  notes?(): NotesStore;
   /** A human description without credentials (path or URL). */
   readonly description: string;
   deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult>;

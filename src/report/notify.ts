@@ -1,0 +1,171 @@
+/**
+ * Notifications for what a run did: a generic webhook (JSON POST) and a Slack-compatible incoming
+ * webhook, for `alert`, revert done (`reverted`) and revert failed (`revert-failed`).
+ *
+ * Webhook URLs are secrets: they come from the environment (LASTGOOD_WEBHOOK_URL,
+ * LASTGOOD_SLACK_WEBHOOK_URL) or from config that names an env var or a file (a mounted Secret),
+ * never from config text. They are registered with redact() and never logged. A failure to notify
+ * is logged (without the URL) and never changes the run's outcome or exit code.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { parseDuration } from '../config/duration.ts';
+import type { NotifyConfig, SecretRefConfig } from '../config/schema.ts';
+import type { Report, TargetOutcome } from '../engine.ts';
+import { redact, registerSecret } from '../errors.ts';
+
+export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed';
+export type ChannelKind = 'webhook' | 'slack';
+
+export interface Channel {
+  kind: ChannelKind;
+  url: string;
+}
+
+export interface NotifyOptions {
+  config?: NotifyConfig;
+  env?: Record<string, string | undefined>;
+  log: Pick<Logger, 'warn' | 'info' | 'debug'>;
+  now: Date;
+}
+
+export interface Delivery {
+  channel: ChannelKind;
+  target: string;
+  event: NotifyEventName;
+  ok: boolean;
+  /** HTTP status, or the error (without the URL) */
+  detail: string;
+}
+
+const DEFAULT_EVENTS: NotifyEventName[] = ['alert', 'reverted', 'revert-failed'];
+const ENV_DEFAULTS: Record<ChannelKind, string> = { webhook: 'LASTGOOD_WEBHOOK_URL', slack: 'LASTGOOD_SLACK_WEBHOOK_URL' };
+
+/** Which notification an outcome calls for, if any. */
+export function eventFor(t: Pick<TargetOutcome, 'action' | 'reason' | 'commit' | 'created'>): NotifyEventName | undefined {
+  if (t.action === 'revert' && t.commit && t.created !== false) return 'reverted';
+  if (t.action === 'alert') return /^(revert impossible|revert failed)\b|the revert itself failed/.test(t.reason) ? 'revert-failed' : 'alert';
+  return undefined;
+}
+
+/** The channels configured (config first, else the default env vars). Reads env and files; never throws. */
+export async function channelsFor(opts: Pick<NotifyOptions, 'config' | 'env' | 'log'>): Promise<Channel[]> {
+  const env = opts.env ?? process.env;
+  const out: Channel[] = [];
+  for (const kind of ['webhook', 'slack'] as const) {
+    const ref: SecretRefConfig = opts.config?.[kind]?.urlFrom ?? { env: ENV_DEFAULTS[kind] };
+    const url = await readSecret(ref, env, kind, opts.log, opts.config?.[kind] !== undefined);
+    if (!url) continue;
+    registerSecret(url);
+    if (!/^https?:\/\//i.test(url)) {
+      opts.log.warn({ channel: kind, ...describeRef(ref) }, 'notification URL is not an http(s) URL; channel skipped');
+      continue;
+    }
+    out.push({ kind, url });
+  }
+  return out;
+}
+
+async function readSecret(ref: SecretRefConfig, env: Record<string, string | undefined>, kind: ChannelKind, log: NotifyOptions['log'], configured: boolean): Promise<string | undefined> {
+  if ('env' in ref) {
+    const value = env[ref.env]?.trim();
+    if (!value && configured) log.warn({ channel: kind, env: ref.env }, 'notification channel configured but its environment variable is empty');
+    return value || undefined;
+  }
+  try {
+    return (await readFile(ref.file, 'utf8')).trim() || undefined;
+  } catch (error) {
+    log.warn({ channel: kind, file: ref.file, code: (error as NodeJS.ErrnoException).code }, 'cannot read the notification URL file; channel skipped');
+    return undefined;
+  }
+}
+
+function describeRef(ref: SecretRefConfig): Record<string, string> {
+  return 'env' in ref ? { env: ref.env } : { file: ref.file };
+}
+
+/** Sends one notification per target outcome that calls for one, to every channel. Never throws. */
+export async function notify(report: Report, opts: NotifyOptions): Promise<Delivery[]> {
+  const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
+  const pending = report.targets.flatMap((t) => {
+    const event = eventFor(t);
+    return event && wanted.has(event) ? [{ t, event }] : [];
+  });
+  if (pending.length === 0) return [];
+  const channels = await channelsFor(opts);
+  if (channels.length === 0) return [];
+  const timeoutMs = parseDuration(opts.config?.timeout ?? '10s')!;
+  const sends = pending.flatMap(({ t, event }) =>
+    channels.map(async (channel): Promise<Delivery> => {
+      const body = channel.kind === 'slack' ? slackMessage(t, event) : webhookPayload(t, event, opts.now);
+      const result = await post(channel.url, body, timeoutMs);
+      const delivery: Delivery = { channel: channel.kind, target: t.name, event, ...result };
+      if (result.ok) opts.log.info({ channel: channel.kind, target: t.name, event }, 'notification sent');
+      else opts.log.warn({ channel: channel.kind, target: t.name, event, detail: result.detail }, 'notification failed');
+      return delivery;
+    }),
+  );
+  return Promise.all(sends);
+}
+
+async function post(url: string, body: unknown, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'lastgood' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
+    await response.arrayBuffer().catch(() => undefined);
+    return { ok: response.ok, detail: `HTTP ${response.status}` };
+  } catch (error) {
+    if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return { ok: false, detail: `no answer within ${timeoutMs / 1000}s` };
+    // the error code only: messages name the host and port, and a URL is a secret
+    const cause = error instanceof Error ? ((error.cause as NodeJS.ErrnoException | undefined)?.code ?? (error.cause instanceof Error ? error.cause.name : error.name)) : 'error';
+    return { ok: false, detail: redact(`request failed: ${cause}`) };
+  }
+}
+
+/** The generic webhook's JSON document. */
+export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Date): Record<string, unknown> {
+  return {
+    kind: 'lastgood.notification/v1',
+    event,
+    time: now.toISOString(),
+    target: t.name,
+    verdict: t.verdict,
+    class: t.class ?? null,
+    action: t.action,
+    reason: t.reason,
+    summary: t.summary,
+    bad: t.bad,
+    lastKnownGood: t.lastKnownGood ?? null,
+    commit: t.commit ?? null,
+    branch: t.branch ?? null,
+    pullRequest: t.pullRequest ?? null,
+    evidence: t.evidence.map((e) => ({
+      apiVersion: e.apiVersion, kind: e.kind, namespace: e.namespace ?? null, name: e.name,
+      state: e.state, reason: e.reason, message: e.message, since: e.since ?? null,
+    })),
+  };
+}
+
+const SLACK_HEAD: Record<NotifyEventName, string> = {
+  alert: ':rotating_light: lastgood alert',
+  reverted: ':rewind: lastgood reverted',
+  'revert-failed': ':x: lastgood could not revert',
+};
+
+/** A Slack incoming-webhook message (`text` with mrkdwn, which compatible receivers also read). */
+export function slackMessage(t: TargetOutcome, event: NotifyEventName): { text: string } {
+  const lines = [`${SLACK_HEAD[event]}: *${escapeSlack(t.name)}* ${t.verdict}${t.class ? ` (${t.class})` : ''}`, escapeSlack(t.reason)];
+  if (t.pullRequest) lines.push(`pull request: ${t.pullRequest}`);
+  else if (t.commit) lines.push(`commit: \`${t.commit.slice(0, 12)}\`${t.branch ? ` on ${escapeSlack(t.branch)}` : ''}`);
+  if (t.bad.length) lines.push(`bad: ${t.bad.map((b) => `\`${b.slice(0, 12)}\``).join(', ')}${t.lastKnownGood ? `, back to \`${t.lastKnownGood.slice(0, 12)}\`` : ''}`);
+  return { text: lines.join('\n') };
+}
+
+function escapeSlack(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
