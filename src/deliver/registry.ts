@@ -2,6 +2,7 @@ import path from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { LocalRepo } from './local.ts';
+import { parseGitHubUrl } from './github-url.ts';
 
 export interface OpenRepoOptions {
   /** the repo URL or path from config, or --repo */
@@ -31,6 +32,13 @@ registerBackend({
   kind: 'local',
   matches: (location) => !isUrl(location) || location.startsWith('file://'),
   open: async (location, opts) => new LocalRepo(path.resolve(opts.relativeTo, location.replace(/^file:\/\//, ''))),
+});
+
+registerBackend({
+  kind: 'github',
+  matches: (location, opts) => parseGitHubUrl(location, opts.apiUrl) !== undefined,
+  // loaded on demand: Octokit is only needed for GitHub repositories
+  open: async (location, opts) => (await import('./github.ts')).gitHubBackendFactory.open(location, opts),
 });
 
 export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {

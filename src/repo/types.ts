@@ -102,6 +102,8 @@ export interface RepoBackend extends RepoReader {
   readonly kind: string;
   /** verified last-known-good records (git notes under refs/notes/lastgood), where the backend keeps them */
   notes?(): NotesStore;
+  /** close open revert pull requests of a target whose bad commit `healthyRevision` contains; their numbers */
+  closeSupersededReverts?(target: string, healthyRevision: string): Promise<number[]>;
   /** A human description without credentials (path or URL). */
   readonly description: string;
   deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult>;
