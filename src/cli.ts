@@ -39,6 +39,13 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
   });
 }
 
+/** Links to commits in PR bodies, for repositories on a web host (github.com/owner/repo/commit/<sha>). */
+function commitUrlFor(location: string): ((sha: string) => string) | undefined {
+  if (!/^https?:\/\//.test(location)) return undefined;
+  const base = location.replace(/\/\/[^@/]*@/, '//').replace(/\.git\/?$|\/$/, '');
+  return (sha) => `${base}/commit/${sha}`;
+}
+
 let exitCode: ExitCode = 0;
 
 function print(report: Report, json: boolean, showDiff = false): void {
@@ -149,7 +156,7 @@ program
     selectTargets(config, o.target);
     const observed = await observe(o.snapshot, config, o.target);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger });
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger, commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
     print(report, Boolean(o.json), Boolean(o.dryRun));
   });
 
@@ -175,7 +182,7 @@ program
     const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
     const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger });
+    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger, commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
     process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
     exitCode = report.targets.some((t) => t.action === 'alert') ? 1 : 0;
   });

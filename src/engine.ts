@@ -94,8 +94,9 @@ export async function run(opts: RunOptions): Promise<Report> {
     targets.push(outcome);
     try {
       // a hook whose policy does not revert (then: none | alert) runs here; one before a revert runs right before delivery
-      const revert = decision.action === 'revert' || (decision.hook !== undefined && !(await hookAlone(outcome, decision.hook, { ...opts, verdict })));
+      const revert = decision.action === 'revert' || (decision.hook !== undefined && (await hookAlone(outcome, decision.hook, { ...opts, verdict })));
       if (revert) await revertInto(outcome, { ...opts, target, verdict, hook: decision.action === 'revert' ? decision.hook : undefined });
+      else if (verdict.verdict === 'healthy' && !opts.dryRun) await closeSuperseded(outcome, opts);
     } catch (error) {
       outcome.action = 'alert';
       outcome.reason = `revert failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -105,6 +106,19 @@ export async function run(opts: RunOptions): Promise<Report> {
   }
   await notifyOutcomes({ targets }, opts);
   return { targets };
+}
+
+/**
+ * A healthy target makes its open revert pull requests moot when the healthy revision contains
+ * their bad commit (a fix landed on top, or the bad commit turned out fine): close them, saying why.
+ */
+async function closeSuperseded(outcome: TargetOutcome, opts: RunOptions): Promise<void> {
+  if (!opts.repo.closeSupersededReverts) return;
+  const sha = outcome.evidence.map((e) => e.attempted?.sha).find(Boolean);
+  const healthy = sha ? await opts.repo.resolveCommit(sha) : undefined;
+  if (!healthy) return;
+  const closed = await opts.repo.closeSupersededReverts(outcome.name, healthy);
+  if (closed.length) outcome.reason = `${outcome.reason}; closed superseded revert pull request${closed.length > 1 ? 's' : ''} ${closed.map((n) => `#${n}`).join(', ')}`;
 }
 
 /** Guards that need the repository (last revert, revert of a revert), for the targets that are failed or stuck. */

@@ -271,3 +271,27 @@ test('hooks: a command hook gets the verdict on stdin before the revert; never i
 function readdirPayloads(dir: string): Array<{ target: string; verdict: string; evidence: Array<{ reason: string }> }> {
   return readdirSync(dir).filter((f) => f.startsWith('payload-')).map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')));
 }
+
+test('hooks: a recovery hook with then: none is the recovery; when it fails and onHookFailure says revert, the revert happens', async (t) => {
+  const out = tempDir('lastgood-hook-');
+  const ok = writeFile(out, 'ok.sh', '#!/bin/sh\ncat >/dev/null\necho "kicked the sync"\n');
+  const failing = writeFile(out, 'fail.sh', '#!/bin/sh\ncat >/dev/null\nexit 4\n');
+  const policy = (cmd: string) => `    onFailure:\n      analysis: { hook: { command: [sh, "${cmd}"], timeout: 10s }, then: none, onHookFailure: revert }\n`;
+
+  const healed = scenario(FLUX_RESOURCES, policy(ok));
+  const snap = writeFile(healed.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${healed.c4}`, applied: `main@sha1:${healed.c2}`, ready: 'False', since: FAILED_AT })));
+  const r = await lastgood(['run', '--config', healed.config, '--snapshot', snap, '--now', at(3), '--json']);
+  t.is(r.code, 0, r.stderr);
+  t.is(git(healed.repo, 'rev-parse', 'main'), healed.c4, 'the hook was the recovery: no commit');
+  t.regex(json(r.stdout).reason, /hook succeeded/);
+
+  const broken = scenario(FLUX_RESOURCES, policy(failing));
+  const snap2 = writeFile(broken.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${broken.c4}`, applied: `main@sha1:${broken.c2}`, ready: 'False', since: FAILED_AT })));
+  const r2 = await lastgood(['run', '--config', broken.config, '--snapshot', snap2, '--now', at(3), '--json']);
+  t.is(r2.code, 0, r2.stderr + r2.stdout);
+  const done = json(r2.stdout);
+  t.is(done.action, 'revert');
+  t.regex(done.reason, /^hook failed \(sh exited 4.*onHookFailure: revert/);
+  t.is(done.commit, git(broken.repo, 'rev-parse', 'main'));
+  t.is(git(broken.repo, 'rev-parse', 'main^'), broken.c4);
+});

@@ -1,0 +1,365 @@
+/**
+ * The GitHub Action door (action.yml → dist/action.js, bundled by scripts/build-action.ts).
+ * Like the CLI door: read the inputs, validate them up front, call the engine, report. No stage
+ * logic here. Two ways in, one engine:
+ *
+ * - event-driven: the workflow runs on a `repository_dispatch` (Flux githubdispatch, Argo CD
+ *   notifications, relayed Flagger or Alertmanager webhooks) or `event` names a payload file;
+ *   the event's objects are observed (observe/event.ts) and matched to the configured targets;
+ * - in-pipeline: after a deploy step, the targets are read from the cluster (`kubeconfig`, or
+ *   in-cluster) or from `snapshot` files, and with `wait` polled until each target has a verdict.
+ *
+ * Outputs and the job summary describe what happened; exit codes follow DESIGN.md (any non-zero
+ * fails the step: 1 a failed target was not reverted, 2 bad input or config, 3 an outside system failed).
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as core from '@actions/core';
+import { pino, type Logger } from 'pino';
+import { formatDuration, parseDuration } from './config/duration.ts';
+import { loadConfig } from './config/load.ts';
+import { resolveTarget, type Config, type ResolvedTarget } from './config/schema.ts';
+import { decide } from './decide/decide.ts';
+import type { Verdict } from './decide/types.ts';
+import { openRepo } from './deliver/registry.ts';
+import { check, exitCodeFor, revertTarget, run, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { InputError, LastgoodError, redact, registerSecret } from './errors.ts';
+import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
+import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
+import type { ResourceRef } from './observe/kube.ts';
+import { readSnapshots } from './observe/snapshot.ts';
+import { groupKind, type Observed } from './observe/types.ts';
+import { reportJson } from './report/text.ts';
+import { primaryOutcome, renderSummary } from './report/summary.ts';
+import type { DeliveryMode, RepoBackend } from './repo/types.ts';
+
+interface Inputs {
+  configFile: string;
+  target?: string;
+  mode?: DeliveryMode;
+  strategy?: 'revert' | 'restore' | 'revert-or-restore';
+  dryRun: boolean;
+  token?: string;
+  kubeconfig?: string;
+  snapshots: string[];
+  waitMs?: number;
+  intervalMs: number;
+  eventFile?: string;
+}
+
+const DEFAULT_INTERVAL_MS = 5000;
+
+/** Every input is read and checked before anything else happens. */
+async function readInputs(): Promise<Inputs> {
+  const workspace = process.env.GITHUB_WORKSPACE || process.cwd();
+  const inWorkspace = (p: string) => path.resolve(workspace, p);
+  const optional = (name: string) => core.getInput(name) || undefined;
+
+  const mode = optional('mode');
+  if (mode !== undefined && mode !== 'commit' && mode !== 'pull-request') throw new InputError(`input mode: "${mode}" is not commit or pull-request`);
+  const strategy = optional('strategy');
+  if (strategy !== undefined && strategy !== 'revert' && strategy !== 'restore' && strategy !== 'revert-or-restore') {
+    throw new InputError(`input strategy: "${strategy}" is not revert, restore or revert-or-restore`);
+  }
+  let dryRun = false;
+  try {
+    dryRun = optional('dry-run') === undefined ? false : core.getBooleanInput('dry-run');
+  } catch {
+    throw new InputError(`input dry-run: "${core.getInput('dry-run')}" is not true or false`);
+  }
+  const waitText = optional('wait');
+  const waitMs = waitText === undefined ? undefined : parseDuration(waitText);
+  if (waitText !== undefined && waitMs === undefined) throw new InputError(`input wait: "${waitText}" is not a duration like 30s, 5m or 1h`);
+  const intervalText = optional('interval');
+  const intervalMs = intervalText === undefined ? DEFAULT_INTERVAL_MS : parseDuration(intervalText);
+  if (intervalMs === undefined || intervalMs <= 0) throw new InputError(`input interval: "${intervalText}" is not a duration like 5s`);
+
+  const token = optional('github-token');
+  if (token) {
+    core.setSecret(token);
+    registerSecret(token);
+  }
+  const kubeconfig = optional('kubeconfig');
+  const eventInput = optional('event');
+  // The workflow's own payload is a lastgood event only when the workflow ran on a repository_dispatch.
+  const eventFile = eventInput ? inWorkspace(eventInput) : process.env.GITHUB_EVENT_NAME === 'repository_dispatch' ? process.env.GITHUB_EVENT_PATH : undefined;
+  return {
+    configFile: inWorkspace(core.getInput('config') || 'lastgood.yaml'),
+    target: optional('target'),
+    mode,
+    strategy,
+    dryRun,
+    token,
+    kubeconfig: kubeconfig && (await kubeconfigFile(kubeconfig, inWorkspace)),
+    snapshots: core.getMultilineInput('snapshot').flatMap((l) => l.split(',')).map((s) => s.trim()).filter(Boolean).map(inWorkspace),
+    ...(waitMs !== undefined ? { waitMs } : {}),
+    intervalMs,
+    ...(eventFile ? { eventFile } : {}),
+  };
+}
+
+const KUBECONFIG_SECRET = /\b(token|password|client-key-data|client-certificate-data|id-token|refresh-token|access-token)"?\s*:\s*["']?([^\s"',}]{6,})/g;
+
+/** `kubeconfig` is a path, or the kubeconfig itself (then masked and written to a private temp file). */
+async function kubeconfigFile(value: string, inWorkspace: (p: string) => string): Promise<string> {
+  if (!value.includes('\n')) return inWorkspace(value);
+  // Mask the credentials in it (not every line: masking "kind: Config" would garble the whole log).
+  for (const m of value.matchAll(KUBECONFIG_SECRET)) {
+    core.setSecret(m[2]!);
+    registerSecret(m[2]!);
+  }
+  const dir = await mkdtemp(path.join(process.env.RUNNER_TEMP || os.tmpdir(), 'lastgood-'));
+  const file = path.join(dir, 'kubeconfig');
+  await writeFile(file, value, { mode: 0o600 });
+  return file;
+}
+
+/** Where the targets' objects come from, besides the event: snapshot files, the cluster, or nowhere. */
+type ObjectSource = { kind: 'snapshot' | 'cluster' | 'none'; read(resources: ResourceRef[]): Promise<Observed[]> };
+
+function objectSource(inputs: Inputs): ObjectSource {
+  if (inputs.snapshots.length > 0) return { kind: 'snapshot', read: () => readSnapshots(inputs.snapshots) };
+  const cluster = inputs.kubeconfig || process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST;
+  if (cluster) {
+    return {
+      kind: 'cluster',
+      read: async (resources) => {
+        // loaded on demand: the Kubernetes client is heavy and event-only runs never need it
+        const { readFromCluster } = await import('./observe/kube.ts');
+        return readFromCluster(resources, inputs.kubeconfig);
+      },
+    };
+  }
+  return { kind: 'none', read: async () => [] };
+}
+
+/** The `strategy` input overrides the config's, for every target. */
+function withStrategy(config: Config, strategy: Inputs['strategy']): Config {
+  if (!strategy) return config;
+  return { ...config, defaults: { ...config.defaults, strategy }, targets: config.targets.map((t) => ({ ...t, strategy })) };
+}
+
+/** The config with each target's resources cut down to the objects observed (event-only runs). */
+function onlyObserved(config: Config, observed: Observed[]): Config {
+  const key = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => `${groupKind(apiVersion, kind)}|${namespace ?? ''}|${name}`;
+  const seen = new Set(observed.map(({ object: o }) => key(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name)));
+  return {
+    ...config,
+    targets: config.targets.map((t) => {
+      const resources = t.resources.filter((r) => seen.has(key(r.apiVersion, r.kind, r.namespace, r.name)));
+      return resources.length > 0 ? { ...t, resources } : t;
+    }),
+  };
+}
+
+/** Links to commits of the config repository, when it is on GitHub (or this server). */
+function commitLinks(config: Config): ((sha: string) => string) | undefined {
+  const server = (process.env.GITHUB_SERVER_URL || 'https://github.com').replace(/\/$/, '');
+  const m = /^(https:\/\/[^/@]+)\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(config.repo.url);
+  if (!m || (m[1] !== server && m[1] !== 'https://github.com')) return undefined;
+  return (sha) => `${m[1]}/${m[2]}/${m[3]}/commit/${sha}`;
+}
+
+function makeLogger(): Logger {
+  // people read core.info lines and the summary; pino's JSON lines are for step debug logging (ACTIONS_STEP_DEBUG)
+  const level = process.env.LASTGOOD_LOG_LEVEL ?? (core.isDebug() ? 'debug' : 'warn');
+  return pino({ level, base: undefined, redact: ['token', '*.token'] }, pino.destination(2));
+}
+
+interface RunContext {
+  config: Config;
+  targets: ResolvedTarget[];
+  repo: RepoBackend;
+  inputs: Inputs;
+  source: ObjectSource;
+  eventObserved: Observed[];
+  log: Logger;
+  commitUrl?: (sha: string) => string;
+}
+
+async function observe(ctx: RunContext): Promise<Observed[]> {
+  const resources = ctx.targets.flatMap((t) => t.resources).filter((r) => r.apiVersion !== ALERT_API_VERSION);
+  return withEventObjects(await ctx.source.read(resources), ctx.eventObserved);
+}
+
+/** One observation, then the engine for each target. */
+async function runOnce(ctx: RunContext, observations?: Map<string, number>, observed?: Observed[]): Promise<Report> {
+  const seen = observed ?? (await observe(ctx));
+  const now = new Date();
+  const targets: TargetOutcome[] = [];
+  for (const t of ctx.targets) {
+    const report = await run({
+      config: ctx.config, observed: seen, now, target: t.name, repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+      ...(observations ? { observations } : {}), ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
+    });
+    targets.push(...report.targets);
+  }
+  return { targets };
+}
+
+/**
+ * In-pipeline `wait`: observe every `interval` until each target is healthy, stuck, or failed and
+ * confirmed (consecutive failed observations ≥ confirmations, or the engine's own final verdict).
+ * A target still progressing when the wait ends is stuck, and its stuck policy decides.
+ */
+async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
+  const started = Date.now();
+  const failedInARow = new Map<string, number>();
+  let observed: Observed[] = [];
+  let pending: ResolvedTarget[] = [];
+  const summaries = new Map<string, string>();
+  let lastLine = '';
+  let lastPrinted = 0;
+  for (;;) {
+    observed = await observe(ctx);
+    const now = new Date();
+    pending = [];
+    for (const { target, verdict } of check({ config: ctx.config, observed, now }).filter((c) => ctx.targets.some((t) => t.name === c.target.name))) {
+      failedInARow.set(target.name, verdict.verdict === 'failed' ? (failedInARow.get(target.name) ?? 0) + 1 : 0);
+      const terminal = verdict.evidence.some((e) => e.state === 'failed' && e.terminal);
+      const settled = verdict.verdict === 'healthy' || verdict.verdict === 'stuck' || (verdict.verdict === 'failed' && (terminal || failedInARow.get(target.name)! >= target.confirmations));
+      if (!settled) pending.push(target);
+      summaries.set(target.name, verdict.summary);
+    }
+    ctx.log.debug({ pending: pending.map((t) => t.name), elapsedMs: Date.now() - started }, 'observed targets');
+    const line = pending.map((t) => `${t.name}: ${summaries.get(t.name)}`).join('; ');
+    if (pending.length > 0 && (line !== lastLine || Date.now() - lastPrinted > 60_000)) {
+      core.info(`waiting (${formatDuration(Date.now() - started)} of ${formatDuration(waitMs)}): ${line}`);
+      lastLine = line;
+      lastPrinted = Date.now();
+    }
+    if (pending.length === 0 || Date.now() - started + ctx.inputs.intervalMs > waitMs) break;
+    await sleep(ctx.inputs.intervalMs);
+  }
+  const report = await runOnce(ctx, failedInARow, observed);
+  const waited = formatDuration(waitMs);
+  for (const [i, outcome] of report.targets.entries()) {
+    if (outcome.verdict !== 'progressing') continue;
+    const target = ctx.targets.find((t) => t.name === outcome.name)!;
+    report.targets[i] = await whenStuck(ctx, target, outcome, waited);
+  }
+  return report;
+}
+
+/** A target that did not reach a verdict within `wait` is stuck: its `onFailure.stuck` policy decides. */
+async function whenStuck(ctx: RunContext, target: ResolvedTarget, outcome: TargetOutcome, waited: string): Promise<TargetOutcome> {
+  const now = new Date();
+  const verdict: Verdict = {
+    target: target.name, verdict: 'stuck', class: 'stuck', evidence: outcome.evidence,
+    summary: `stuck: still ${outcome.summary.replace(/^progressing: /, '')} after waiting ${waited}`,
+  };
+  const decision = decide({ verdict, target, now, observations: 1 });
+  if (decision.action !== 'revert') {
+    return { name: target.name, verdict: 'stuck', class: 'stuck', summary: verdict.summary, evidence: verdict.evidence, action: decision.action, reason: decision.reason, bad: [] };
+  }
+  const report = await revertTarget({
+    config: ctx.config, observed: [], now, repo: ctx.repo, target, verdict, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+    ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
+  });
+  const reverted = report.targets[0]!;
+  return { ...reverted, reason: reverted.reason.replace(/^requested by a person/, decision.reason) };
+}
+
+function setOutputs(report: Report): TargetOutcome | undefined {
+  const main = primaryOutcome(report);
+  const pr = main?.pullRequest ? /\/pull\/(\d+)/.exec(main.pullRequest)?.[1] : undefined;
+  core.setOutput('verdict', main?.verdict ?? 'none');
+  core.setOutput('action', main?.action ?? 'none');
+  core.setOutput('target', main?.name ?? '');
+  core.setOutput('bad-revision', main?.bad[0] ?? '');
+  core.setOutput('last-known-good', main?.lastKnownGood ?? '');
+  core.setOutput('commit', main?.commit ?? '');
+  core.setOutput('pull-request-url', main?.pullRequest ?? '');
+  core.setOutput('pull-request-number', pr ?? '');
+  core.setOutput('report', reportJson(report).trim());
+  return main;
+}
+
+async function writeSummary(markdown: string): Promise<void> {
+  if (!process.env.GITHUB_STEP_SUMMARY) return;
+  await core.summary.addRaw(markdown).write();
+}
+
+/** Annotations: a notice per revert, a warning per wait, an error per failed target left as it is. */
+function annotate(report: Report, dryRun: boolean): void {
+  for (const t of report.targets) {
+    const title = `lastgood: ${t.name}`;
+    if (t.action === 'revert') core.notice(`${t.name} ${t.verdict}: ${dryRun ? 'would revert' : t.pullRequest ? `revert pull request ${t.pullRequest}` : t.commit ? `reverted by ${t.commit}` : 'nothing to write'} — ${t.reason}`, { title });
+    else if (t.action === 'wait') core.warning(`${t.name}: ${t.reason}`, { title });
+    else if (t.action === 'alert' && (t.verdict === 'failed' || t.verdict === 'stuck')) core.error(`${t.name} ${t.verdict} and was not reverted: ${t.reason}`, { title });
+  }
+}
+
+async function main(): Promise<void> {
+  const inputs = await readInputs();
+  const log = makeLogger();
+  const config = withStrategy(await loadConfig(inputs.configFile), inputs.strategy);
+  selectTargets(config, inputs.target); // an unknown target name fails here, before anything is read
+
+  let event: ParsedEvent | undefined;
+  let match: EventMatch | undefined;
+  if (inputs.eventFile) {
+    event = await readEvent(inputs.eventFile);
+    match = matchEvent(event, config);
+    core.info(`event: ${event.summary}`);
+  }
+  const source = objectSource(inputs);
+  // Event only (no cluster, no snapshot): a target is judged on the objects the event reports; its other resources cannot be seen.
+  const runConfig = match ? (source.kind === 'none' ? onlyObserved(match.config, match.observed) : match.config) : config;
+  const targetNames = match ? match.targets.filter((n) => !inputs.target || n === inputs.target) : selectTargets(config, inputs.target).map((t) => t.name);
+  if (event && match && targetNames.length === 0) {
+    const unmatched = match.unmatched ?? `the event concerns ${match.targets.join(', ')}, not the target input "${inputs.target}"`;
+    core.info(`nothing to do: ${unmatched}`);
+    setOutputs({ targets: [] });
+    await writeSummary(renderSummary({ targets: [] }, { event: event.summary, unmatched, dryRun: inputs.dryRun }));
+    return;
+  }
+  if (!event && source.kind === 'none') {
+    throw new InputError('nothing to observe: run on a repository_dispatch event or give the event input, or give cluster access (kubeconfig, in-cluster) or snapshot files');
+  }
+  const repo = await openRepo({
+    location: config.repo.url,
+    relativeTo: path.dirname(inputs.configFile),
+    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
+    ...(inputs.token ? { token: inputs.token } : {}),
+  });
+  const commitUrl = commitLinks(config);
+  const ctx: RunContext = {
+    config: runConfig,
+    targets: runConfig.targets.filter((t) => targetNames.includes(t.name)).map((t) => resolveTarget(runConfig, t)),
+    repo, inputs, source, eventObserved: match?.observed ?? [], log,
+    ...(commitUrl ? { commitUrl } : {}),
+  };
+  const waitMs = source.kind !== 'none' ? inputs.waitMs : undefined;
+  if (inputs.waitMs !== undefined && waitMs === undefined) core.warning('wait ignored: there is no cluster access or snapshot to poll, only the event', { title: 'lastgood' });
+  const report = waitMs !== undefined ? await runWaiting(ctx, waitMs) : await runOnce(ctx);
+
+  setOutputs(report);
+  annotate(report, inputs.dryRun);
+  await writeSummary(renderSummary(report, {
+    dryRun: inputs.dryRun,
+    ...(event ? { event: event.summary } : {}),
+    ...(commitUrl ? { commitUrl } : {}),
+    ...(waitMs !== undefined ? { waited: formatDuration(waitMs) } : {}),
+  }));
+  if (exitCodeFor(report) !== 0) {
+    const left = report.targets.filter((t) => (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert').map((t) => t.name);
+    core.setFailed(`${left.length} target${left.length === 1 ? '' : 's'} failed and ${left.length === 1 ? 'was' : 'were'} not reverted: ${left.join(', ')}`);
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  if (error instanceof LastgoodError) {
+    const file = (error as { file?: string }).file;
+    const line = (error as { line?: number }).line;
+    core.error(error.message, { title: 'lastgood', ...(file ? { file: path.relative(process.env.GITHUB_WORKSPACE || process.cwd(), file) } : {}), ...(line ? { startLine: line } : {}) });
+    process.exitCode = error.exitCode;
+  } else {
+    core.setFailed(`internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
+    process.exitCode = 3;
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * observe/event: a webhook payload → the Kubernetes objects it speaks about, so that the normal
+ * pipeline (assess → verdict → decide → locate → plan → deliver) handles an event exactly as it
+ * handles a snapshot. Four senders are understood (one file each, with its upstream source):
+ *
+ * - Flux notification-controller `githubdispatch` provider (event-flux.ts)
+ * - Argo CD notifications, a webhook template posting a `repository_dispatch` (event-argocd.ts)
+ * - Flagger event webhooks, relayed as a `repository_dispatch` (event-flagger.ts)
+ * - Alertmanager webhook v4, relayed as a `repository_dispatch` (event-alertmanager.ts)
+ *
+ * The file is the workflow's event payload (GITHUB_EVENT_PATH: GitHub's `repository_dispatch`
+ * webhook, event_type in `action` and the sender's body in `client_payload`), the body of a
+ * dispatch request (`event_type` + `client_payload`), or the sender's body itself.
+ * Anything else is an InputError naming the file: nothing is written.
+ */
+import { readFile } from 'node:fs/promises';
+import type { z } from 'zod';
+import type { Config } from '../config/schema.ts';
+import { InputError } from '../errors.ts';
+import { alertMatchesResource, alertObject, AlertmanagerNotification, ALERT_API_VERSION, ALERT_KIND, describeAlertmanager, isAlertmanagerNotification, TARGET_LABEL, type AlertPayload } from './event-alertmanager.ts';
+import { argoCdObject, ArgoCdApplicationPayload, ArgoCdNotification, describeArgoCd, hasFullApplication, isArgoCdNotification } from './event-argocd.ts';
+import { describeFlaggerEvent, FlaggerEvent, flaggerObject, isFlaggerEvent } from './event-flagger.ts';
+import { describeFluxEvent, FluxEvent, fluxObject, isFluxEvent } from './event-flux.ts';
+import { groupKind, type KubeObject, type Observed } from './types.ts';
+
+export type EventSender = 'flux' | 'argocd' | 'flagger' | 'alertmanager';
+
+export interface ParsedEvent {
+  sender: EventSender;
+  /** the file the payload was read from */
+  file: string;
+  /** the repository_dispatch event_type, when the payload came wrapped in one */
+  dispatchType?: string;
+  /** one line for people: what the event says */
+  summary: string;
+  /** Flux, Argo CD, Flagger: the object the event is about, with the status it reports */
+  objects: KubeObject[];
+  /** Alertmanager: the alerts, matched to targets by their labels */
+  alerts: AlertPayload[];
+}
+
+/** Reads and parses an event payload file. */
+export async function readEvent(file: string): Promise<ParsedEvent> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new InputError(`cannot read the event payload: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new InputError(`the event payload is not JSON: ${(error as Error).message}`, { file, cause: error });
+  }
+  return parseEvent(data, file);
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Unwraps a repository_dispatch and recognises the sender by the payload's shape. */
+export function parseEvent(data: unknown, file: string): ParsedEvent {
+  if (!isRecord(data)) throw new InputError('the event payload is not a JSON object', { file });
+  let payload: Record<string, unknown> = data;
+  let dispatchType: string | undefined;
+  if ('client_payload' in data) {
+    // GitHub's repository_dispatch webhook puts event_type in `action`; a dispatch request body has `event_type`.
+    const type = data.action ?? data.event_type;
+    dispatchType = typeof type === 'string' ? type : undefined;
+    if (!isRecord(data.client_payload)) throw new InputError(`repository_dispatch${dispatchType ? ` "${dispatchType}"` : ''} has no client_payload object: nothing to read`, { file });
+    payload = data.client_payload;
+  }
+  const base = { file, ...(dispatchType ? { dispatchType } : {}) };
+  if (isFluxEvent(payload)) {
+    const e = validate(FluxEvent, payload, 'Flux notification-controller event', file);
+    return { ...base, sender: 'flux', summary: describeFluxEvent(e), objects: [fluxObject(e)], alerts: [] };
+  }
+  if (isAlertmanagerNotification(payload)) {
+    const n = validate(AlertmanagerNotification, payload, 'Alertmanager webhook notification', file);
+    return { ...base, sender: 'alertmanager', summary: describeAlertmanager(n), objects: [], alerts: n.alerts };
+  }
+  if (isArgoCdNotification(payload)) {
+    const object = hasFullApplication(payload)
+      ? (validate(ArgoCdApplicationPayload, payload, 'Argo CD notification', file).application as unknown as KubeObject)
+      : argoCdObject(validate(ArgoCdNotification, payload, 'Argo CD notification', file));
+    return { ...base, sender: 'argocd', summary: describeArgoCd(object), objects: [object], alerts: [] };
+  }
+  if (isFlaggerEvent(payload)) {
+    const e = validate(FlaggerEvent, payload, 'Flagger event webhook', file);
+    return { ...base, sender: 'flagger', summary: describeFlaggerEvent(e), objects: [flaggerObject(e)], alerts: [] };
+  }
+  throw new InputError(
+    `not an event lastgood understands${dispatchType ? ` (repository_dispatch "${dispatchType}")` : ''}: expected a Flux event (involvedObject), an Argo CD notification (app), a Flagger event (name, namespace, phase) or an Alertmanager notification (alerts)`,
+    { file },
+  );
+}
+
+function validate<S extends z.ZodType>(schema: S, payload: unknown, what: string, file: string): z.output<S> {
+  const result = schema.safeParse(payload);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const where = issue.path.length ? `${issue.path.map(String).join('.')}: ` : '';
+  throw new InputError(`not a valid ${what}: ${where}${issue.message}`, { file, cause: result.error });
+}
+
+export interface EventMatch {
+  /** the configured targets the event is about, in config order (empty: nothing to do) */
+  targets: string[];
+  /** the config to run with: for alerts, each matched target also lists the synthetic Alert resource */
+  config: Config;
+  /** the event's objects, as observations (source "event:<file>") */
+  observed: Observed[];
+  /** why nothing matched, for people */
+  unmatched?: string;
+}
+
+type Resource = Config['targets'][number]['resources'][number];
+
+/**
+ * Which targets an event concerns. Flux, Argo CD and Flagger objects match a target that lists
+ * the same kind, namespace and name (and API group, when the event names one). Alerts match by
+ * labels (event-alertmanager.ts `alertMatchesResource`), or by a `lastgood_target` label.
+ */
+export function matchEvent(event: ParsedEvent, config: Config): EventMatch {
+  const source = `event:${event.file}`;
+  if (event.sender === 'alertmanager') return matchAlerts(event, config, source);
+  const targets = new Set<string>();
+  const observed: Observed[] = [];
+  const seen = new Set<string>();
+  for (const object of event.objects) {
+    for (const t of config.targets) {
+      const r = t.resources.find((res) => sameObject(res, object));
+      if (!r) continue;
+      targets.add(t.name);
+      // The target may name another API version of the same kind: observe it under that one.
+      const apiVersion = r.apiVersion;
+      const key = `${apiVersion}|${object.metadata.namespace ?? ''}|${object.metadata.name}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      observed.push({ object: { ...object, apiVersion, kind: r.kind }, source });
+    }
+  }
+  const names = config.targets.map((t) => t.name).filter((n) => targets.has(n));
+  const what = event.objects.map((o) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`).join(', ');
+  return { targets: names, config, observed, ...(names.length === 0 ? { unmatched: `no configured target lists ${what}` } : {}) };
+}
+
+function sameObject(r: Resource, o: KubeObject): boolean {
+  if (r.kind !== o.kind || r.name !== o.metadata.name || (r.namespace ?? '') !== (o.metadata.namespace ?? '')) return false;
+  const eventGroup = o.apiVersion ? groupKind(o.apiVersion, o.kind) : undefined;
+  return eventGroup === undefined || eventGroup === groupKind(r.apiVersion, r.kind);
+}
+
+function matchAlerts(event: ParsedEvent, config: Config, source: string): EventMatch {
+  // target name → alerts grouped by "namespace|alertname"
+  const byTarget = new Map<string, Map<string, AlertPayload[]>>();
+  const add = (target: string, alert: AlertPayload) => {
+    const groups = byTarget.get(target) ?? new Map<string, AlertPayload[]>();
+    const key = `${alert.labels.exported_namespace || alert.labels.namespace || ''}|${alert.labels.alertname}`;
+    groups.set(key, [...(groups.get(key) ?? []), alert]);
+    byTarget.set(target, groups);
+  };
+  for (const alert of event.alerts) {
+    const named = alert.labels[TARGET_LABEL] ?? alert.annotations[TARGET_LABEL];
+    if (named !== undefined) {
+      if (config.targets.some((t) => t.name === named)) add(named, alert);
+      continue;
+    }
+    for (const t of config.targets) if (t.resources.some((r) => alertMatchesResource(alert.labels, r))) add(t.name, alert);
+  }
+  const observed: Observed[] = [];
+  const targets = config.targets.map((t) => {
+    const groups = byTarget.get(t.name);
+    if (!groups) return t;
+    const resources = [...t.resources];
+    for (const alerts of groups.values()) {
+      const object = alertObject(alerts);
+      observed.push({ object, source });
+      resources.push({ apiVersion: ALERT_API_VERSION, kind: ALERT_KIND, name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) });
+    }
+    return { ...t, resources };
+  });
+  const names = config.targets.map((t) => t.name).filter((n) => byTarget.has(n));
+  const alertNames = [...new Set(event.alerts.map((a) => a.labels.alertname))].join(', ');
+  return {
+    targets: names,
+    config: { ...config, targets },
+    observed,
+    ...(names.length === 0 ? { unmatched: `no alert (${alertNames}) matches a configured target's resources by its labels, and none has a ${TARGET_LABEL} label` } : {}),
+  };
+}
+
+/**
+ * The objects to judge: what the cluster (or a snapshot) shows, and the event's objects for
+ * what it does not show. The cluster's copy wins: it is the current state, the event a moment ago.
+ */
+export function withEventObjects(cluster: Observed[], event: Observed[]): Observed[] {
+  const key = (o: KubeObject) => `${groupKind(o.apiVersion, o.kind)}|${o.metadata.namespace ?? ''}|${o.metadata.name}`;
+  const known = new Set(cluster.map((o) => key(o.object)));
+  return [...cluster, ...event.filter((o) => !known.has(key(o.object)))];
+}
