@@ -1,19 +1,23 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { pino } from 'pino';
-import { loadConfig } from './config/load.ts';
-import { configJsonSchema, type Config } from './config/schema.ts';
-import { check, exitCodeFor, recordHealthy, revertTarget, run, selectTargets, type Report, type TargetOutcome } from './engine.ts';
-import { openRepo } from './deliver/registry.ts';
-import { evidenceFor, verdictFor } from './decide/verdict.ts';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.ts';
+import type { Report, TargetOutcome } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
-import { assess } from './health/index.ts';
-import { readSnapshots } from './observe/snapshot.ts';
 import type { Observed } from './observe/types.ts';
-import { formatReport, reportJson } from './report/text.ts';
 
-/** The CLI door: parse arguments, call the engine, print, exit with DESIGN.md's codes. No stage logic here. */
-const logger = pino({ level: process.env.LASTGOOD_LOG_LEVEL ?? 'warn', base: undefined, redact: ['token', '*.token'] }, pino.destination(2));
+/**
+ * The CLI door: parse arguments, call the engine, print, exit with DESIGN.md's codes. No stage
+ * logic here. Modules load when a command needs them: `lastgood health` over a folder of objects
+ * should not pay for git, YAML editing and zod.
+ */
+const { pino } = await import('pino');
+let logger: Logger | undefined;
+const log = (): Logger => (logger ??= pino({ level: process.env.LASTGOOD_LOG_LEVEL ?? 'warn', base: undefined, redact: ['token', '*.token'] }, pino.destination(2)));
+const { readSnapshots } = await import('./observe/snapshot.ts');
+const loadConfig = async (file: string) => (await import('./config/load.ts')).loadConfig(file);
+const engine = () => import('./engine.ts');
+const openRepo: typeof import('./deliver/registry.ts').openRepo = async (opts) => (await import('./deliver/registry.ts')).openRepo(opts);
 
 function parseNow(value: string | undefined): Date {
   if (value === undefined) return new Date();
@@ -27,6 +31,7 @@ async function observe(snapshots: string[] | undefined, config: Config, target?:
   if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
+  const { selectTargets } = await engine();
   return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources));
 }
 
@@ -48,9 +53,10 @@ function commitUrlFor(location: string): ((sha: string) => string) | undefined {
 
 let exitCode: ExitCode = 0;
 
-function print(report: Report, json: boolean, showDiff = false): void {
+async function print(report: Report, json: boolean, showDiff = false): Promise<void> {
+  const { formatReport, reportJson } = await import('./report/text.ts');
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff }));
-  exitCode = exitCodeFor(report);
+  exitCode = (await engine()).exitCodeFor(report);
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -69,6 +75,7 @@ program
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .action(async (files: string[], o: { now?: string }) => {
     const now = parseNow(o.now);
+    const { assess } = await import('./health/index.ts');
     for (const { object } of await readSnapshots(files.length ? files : ['-'])) {
       const h = assess(object, now);
       const line: Record<string, unknown> = {
@@ -95,6 +102,7 @@ program
     const config = await loadConfig(o.config);
     const now = parseNow(o.now);
     const observed = await observe(o.snapshot, config, o.target);
+    const { check, recordHealthy } = await engine();
     const targets: TargetOutcome[] = check({ config, observed, now, target: o.target }).map(({ verdict, decision }) => ({
       name: verdict.target, verdict: verdict.verdict, class: verdict.class, summary: verdict.summary, evidence: verdict.evidence,
       action: decision.action, reason: decision.reason, bad: [],
@@ -110,7 +118,7 @@ program
         }
       }
     }
-    print({ targets }, Boolean(o.json));
+    await print({ targets }, Boolean(o.json));
   });
 
 program
@@ -122,7 +130,7 @@ program
   .option('--json', 'print one JSON document')
   .action(async (o: { config: string; target?: string; repo?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
-    const targets = selectTargets(config, o.target);
+    const targets = (await engine()).selectTargets(config, o.target);
     const repo = await repoFor(config, o.config, o.repo);
     const store = repo.notes?.();
     if (!store) throw new InputError(`the ${repo.kind} repository backend keeps no verified records`);
@@ -153,11 +161,12 @@ program
   .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
     const now = parseNow(o.now);
+    const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
     const observed = await observe(o.snapshot, config, o.target);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger, commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
-    print(report, Boolean(o.json), Boolean(o.dryRun));
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
+    await print(report, Boolean(o.json), Boolean(o.dryRun));
   });
 
 program
@@ -177,12 +186,15 @@ program
   .action(async (o: { config: string; target: string; bad?: string; to?: string; snapshot?: string[]; repo?: string; mode?: 'commit' | 'pull-request'; reason?: string; dryRun?: boolean; now?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
     const now = parseNow(o.now);
+    const { revertTarget, selectTargets } = await engine();
+    const { evidenceFor, verdictFor } = await import('./decide/verdict.ts');
     const [target] = selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
     const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
     const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: logger, commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
+    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
+    const { formatReport, reportJson } = await import('./report/text.ts');
     process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
     exitCode = report.targets.some((t) => t.action === 'alert') ? 1 : 0;
   });
@@ -199,7 +211,8 @@ program
 program
   .command('schema')
   .description('print the JSON Schema of lastgood.yaml')
-  .action(() => {
+  .action(async () => {
+    const { configJsonSchema } = await import('./config/schema.ts');
     process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + '\n');
   });
 
