@@ -99,6 +99,18 @@ test('a later edit on a nearby line of the same YAML file survives with its comm
   t.is(Buffer.from((file as { content: Uint8Array }).content).toString(), deployment({ tag: '6.5.0', replicas: 2, pullPolicy: 'Always' }));
 });
 
+test('reverting a comment change on a line a later commit changed: git conflicts, the YAML merge restores the comment next to the later value', async (t) => {
+  const config = (value: string, comment: string) => `# generated\nkind: Config\nk0: ${value} # ${comment}\nk1: init1 # note 1\n`;
+  const dir = makeRepo();
+  commit(dir, { 'a/x.yaml': config('v1', 'note 0') }, 'base');
+  const bad = commit(dir, { 'a/x.yaml': config('v1', 'c2') }, 'comment');
+  const head = commit(dir, { 'a/x.yaml': config('v4', 'c2') }, 'later value');
+  t.is(nativeRevertTree(dir, [bad]), undefined, 'native git conflicts on the line');
+  const plan = await planRevert(new LocalRepo(dir), { head, bad: [bad], paths: ['a/'] });
+  t.deepEqual(plan.merged, [{ path: 'a/x.yaml', how: 'yaml' }]);
+  t.is(Buffer.from((plan.files[0] as { content: Uint8Array }).content).toString(), config('v4', 'note 0'));
+});
+
 test('an edit to another key with a new comment survives, comments and layout of the head kept byte for byte', async (t) => {
   const dir = makeRepo();
   commit(dir, { [DEPLOY]: deployment({ tag: '6.5.0', replicas: 2 }) }, 'podinfo 6.5.0');

@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
+import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { mergeText } from '../src/revert/merge-lines.ts';
 import { mergeYaml } from '../src/revert/yaml-merge.ts';
@@ -97,4 +102,71 @@ test('diff3: separate changes merge, overlapping or adjacent ones conflict, iden
   t.deepEqual(mergeText('a\nb', 'a\nb\nc', 'z\na\nb'), { clean: true, text: 'z\na\nb\nc' });
   const c = mergeText('a\nb\nc\n', 'a\nB1\nc\n', 'a\nB2\nc\n');
   t.deepEqual(c, { clean: false, conflicts: [{ baseStart: 1, baseEnd: 2, base: ['b\n'], ours: ['B1\n'], theirs: ['B2\n'] }] });
+});
+
+test('YAML comments merge too: theirs\' comment change lands next to ours\' later value; a comment both changed keeps ours\'', (t) => {
+  const file = (value: string, comment: string, above = '') => `# generated\nkind: Config\n${above}k0: ${value} # ${comment}\nk1: init1 # note 1\n`;
+  // the bad commit changed only the comment, a later commit the value on the same line: git conflicts
+  t.deepEqual(mergeYaml(file('v1', 'c2'), file('v4', 'c2'), file('v1', 'note 0')), { clean: true, text: file('v4', 'note 0') });
+  t.deepEqual(mergeYaml(file('v1', 'c2'), file('v1', 'c5'), file('v1', 'note 0')), { clean: true, text: file('v1', 'c5') });
+  // ours only added a comment above the key theirs changes: the comment stays (the map is merged key by key, not replaced)
+  t.deepEqual(mergeYaml(file('v1', 'c2'), file('v1', 'c2', '# why\n'), file('v2', 'note 0')), { clean: true, text: file('v2', 'note 0', '# why\n') });
+});
+
+test('diff3 is never cleaner than git where lines repeat: every equally short diff is considered', (t) => {
+  const lines = (...xs: string[]) => xs.map((x) => `${x}\n`).join('');
+  // ours replaces the first of two equal lines, theirs deletes one of them: jsdiff reads ours as
+  // "insert a, delete the second b", the same deletion as theirs; git reads a replacement next to it
+  t.false(mergeText(lines('- name: p', '', 'b', 'b', 'x'), lines('- name: p', '', 'a', 'b', 'x'), lines('- name: p', '', 'b', 'x')).clean);
+  // ours rewrites the head of the file, theirs deletes it: one alignment of ours deletes the same lines
+  t.false(mergeText(lines('c', 'c', '', 'a'), lines('', 'z', 'a', '', 'a'), lines('', 'a')).clean);
+  // both delete "a blank line" among several: one change or two? git applies two; not ours to guess
+  t.false(mergeText(lines('a', '', '', '', ''), lines('', 'a', '', '', ''), lines('a', '', '', '')).clean);
+  // unambiguous identical changes still merge
+  t.deepEqual(mergeText(lines('a', 'b', 'c'), lines('a', 'B', 'c'), lines('a', 'B', 'c')), { clean: true, text: lines('a', 'B', 'c') });
+});
+
+test('diff3 against git merge-file on files with repeated lines: it conflicts wherever git does, and where both merge, the text is git\'s', (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'lastgood-diff3-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const gitMerge = (base: string, ours: string, theirs: string): { clean: boolean; text: string } => {
+    for (const [name, text] of [['base', base], ['ours', ours], ['theirs', theirs]] as const) writeFileSync(path.join(dir, name), text);
+    try {
+      return { clean: true, text: execFileSync('git', ['merge-file', '-p', 'ours', 'base', 'theirs'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }) };
+    } catch (error) {
+      const e = error as { status?: number; stdout?: string };
+      if (typeof e.status === 'number' && e.status > 0 && e.status < 127) return { clean: false, text: e.stdout ?? '' };
+      throw error;
+    }
+  };
+  const line = fc.constantFrom('a\n', 'b\n', 'c\n', 'x\n', '\n', '- name: p\n', '---\n');
+  const edited = (base: string[]) =>
+    fc
+      .array(fc.record({ at: fc.nat(), remove: fc.nat({ max: 2 }), insert: fc.array(fc.constantFrom('a\n', 'y\n', 'x\n', '\n'), { maxLength: 2 }) }), { maxLength: 3 })
+      .map((edits) => {
+        const out = [...base];
+        for (const e of edits) out.splice(e.at % (out.length + 1), e.remove, ...e.insert);
+        return out.join('');
+      });
+  const triple = fc.array(line, { maxLength: 12 }).chain((base) => fc.tuple(fc.constant(base.join('')), edited(base), edited(base)));
+  const seen = { bothClean: 0, bothConflict: 0, onlyOursConflicts: 0 };
+  fc.assert(
+    fc.property(triple, ([base, ours, theirs]) => {
+      const native = gitMerge(base, ours, theirs);
+      const merged = mergeText(base, ours, theirs);
+      if (!native.clean) {
+        seen.bothConflict++;
+        return !merged.clean;
+      }
+      if (!merged.clean) {
+        seen.onlyOursConflicts++;
+        return true;
+      }
+      seen.bothClean++;
+      return merged.text === native.text;
+    }),
+    { numRuns: 400 },
+  );
+  t.log(seen);
+  t.true(seen.bothConflict > 0 && seen.bothClean > 0);
 });

@@ -6,11 +6,22 @@ import { diffArrays } from 'diff';
  * Changes from base to ours and from base to theirs are merged; two changes that overlap or
  * touch the same base lines conflict unless they are identical (git does the same: edits to
  * adjacent lines conflict).
+ *
+ * A rollback must never be cleaner than git. Where lines repeat (blank lines, `- name:`, `---`),
+ * one edit has several equally short diffs, and git's xdiff may place a hunk next to the other
+ * side's change where jsdiff placed it a line away: git conflicts, a plain diff3 on jsdiff would
+ * merge "cleanly" into a file nobody wrote. So the conflict check does not trust one alignment:
+ * each side's change occupies its footprint, every base position where some equally good diff
+ * (jsdiff forwards, jsdiff on the reversed lines, and every hunk slid along repeated lines, as
+ * xdiff's compaction slides them) puts it, and changes whose footprints overlap or touch are one
+ * region, merged only when one side left it as in base, or both sides made it identical where no
+ * hunk could slide; and every pairing of the two readings of each side must merge to the same
+ * text. Checked against `git merge-file` in test/revert-yaml.test.ts: it conflicts wherever git
+ * does, and where both merge, the text is git's.
  */
 
 /** One side's change: base lines [baseStart, baseEnd) became side lines [sideStart, sideEnd). */
 interface Hunk {
-  side: 'ours' | 'theirs';
   baseStart: number;
   baseEnd: number;
   sideStart: number;
@@ -35,7 +46,7 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
-function hunks(base: string[], side: string[], name: Hunk['side']): Hunk[] {
+function hunks(base: string[], side: string[]): Hunk[] {
   const out: Hunk[] = [];
   let b = 0;
   let s = 0;
@@ -49,7 +60,7 @@ function hunks(base: string[], side: string[], name: Hunk['side']): Hunk[] {
       s += n;
       continue;
     }
-    open ??= { side: name, baseStart: b, baseEnd: b, sideStart: s, sideEnd: s };
+    open ??= { baseStart: b, baseEnd: b, sideStart: s, sideEnd: s };
     if (part.removed) {
       b += n;
       open.baseEnd = b;
@@ -62,63 +73,103 @@ function hunks(base: string[], side: string[], name: Hunk['side']): Hunk[] {
   return out;
 }
 
+/** The hunks of the diff of the reversed lines, in forward coordinates: the other tie-breaking. */
+function reversedHunks(base: string[], side: string[]): Hunk[] {
+  const nb = base.length;
+  const ns = side.length;
+  return hunks([...base].reverse(), [...side].reverse())
+    .map((h) => ({ baseStart: nb - h.baseEnd, baseEnd: nb - h.baseStart, sideStart: ns - h.sideEnd, sideEnd: ns - h.sideStart }))
+    .reverse();
+}
+
+/** Base interval [start, end) a hunk may occupy when slid along repeated lines (pure inserts and deletes slide). */
+function slid(base: string[], side: string[], h: Hunk): [number, number] {
+  let lo = h.baseStart;
+  let hi = h.baseEnd;
+  if (h.sideStart === h.sideEnd && h.baseStart < h.baseEnd) {
+    // deletion of base[bs, be): moves up while the line above equals its last line, down likewise
+    for (let bs = h.baseStart, be = h.baseEnd; bs > 0 && base[bs - 1] === base[be - 1]; bs--, be--) lo = bs - 1;
+    for (let bs = h.baseStart, be = h.baseEnd; be < base.length && base[bs] === base[be]; bs++, be++) hi = be + 1;
+  } else if (h.baseStart === h.baseEnd && h.sideStart < h.sideEnd) {
+    // insertion of side[ss, se) at base position bs
+    for (let ss = h.sideStart, se = h.sideEnd, bs = h.baseStart; ss > 0 && bs > 0 && side[ss - 1] === side[se - 1]; ss--, se--, bs--) lo = bs - 1;
+    for (let ss = h.sideStart, se = h.sideEnd, bs = h.baseStart; se < side.length && bs < base.length && side[ss] === side[se]; ss++, se++, bs++) hi = bs + 1;
+  }
+  return [lo, hi];
+}
+
+/** Lines of `side` that stand for base lines [start, end), given that no hunk crosses either end. */
+function sideRange(side: Hunk[], start: number, end: number): [number, number] {
+  let lo = start;
+  let hi = end;
+  for (const h of side) {
+    const delta = h.sideEnd - h.sideStart - (h.baseEnd - h.baseStart);
+    // wholly before the region (an insertion at its start is in it)
+    if (h.baseEnd < start) lo += delta;
+    // before the end, or ending at it (an insertion at the end touches the region, so it is in it)
+    if (h.baseEnd <= end) hi += delta;
+  }
+  return [lo, hi];
+}
+
 function sameLines(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((line, i) => line === b[i]);
 }
 
 /** Merges ours and theirs, both derived from base. Lines as given by splitLines(). */
 export function mergeLines(base: string[], ours: string[], theirs: string[]): LineMergeResult {
-  const sides = { ours, theirs };
-  const all = [...hunks(base, ours, 'ours'), ...hunks(base, theirs, 'theirs')].sort(
-    (x, y) => x.baseStart - y.baseStart || x.baseEnd - y.baseEnd,
-  );
-  const out: string[] = [];
-  const conflicts: LineConflict[] = [];
-  let copied = 0; // base lines before this index are already handled
-  for (let i = 0; i < all.length; ) {
-    const first = all[i]!;
-    let regionStart = first.baseStart;
-    let regionEnd = first.baseEnd;
-    let j = i + 1;
-    // group every hunk that overlaps or touches the region
-    while (j < all.length && all[j]!.baseStart <= regionEnd) {
-      regionEnd = Math.max(regionEnd, all[j]!.baseEnd);
-      j++;
-    }
-    const group = all.slice(i, j);
-    i = j;
-    out.push(...base.slice(copied, regionStart));
-    copied = regionEnd;
-    const bySide = new Set(group.map((h) => h.side));
-    if (bySide.size === 1) {
-      // one side only: hunks of one diff never overlap, apply them all
-      let at = regionStart;
-      for (const h of group) {
-        out.push(...base.slice(at, h.baseStart), ...sides[h.side].slice(h.sideStart, h.sideEnd));
-        at = h.baseEnd;
+  // two alignments of each side: jsdiff's, and jsdiff's on the reversed lines (the other tie-break)
+  const oursAlignments = [hunks(base, ours), reversedHunks(base, ours)] as const;
+  const theirsAlignments = [hunks(base, theirs), reversedHunks(base, theirs)] as const;
+  // a footprint is ambiguous where sliding moves it: there, "both sides made the same change" may
+  // as well be two changes (git may apply both), so only a one-sided change merges there
+  const footprint = (side: string[], alignments: readonly Hunk[][]): Array<[number, number, boolean]> =>
+    alignments.flat().flatMap((h) => {
+      const [lo, hi] = slid(base, side, h);
+      return [[h.baseStart, h.baseEnd, false] as [number, number, boolean], [lo, hi, lo !== h.baseStart || hi !== h.baseEnd]];
+    });
+  const intervals = [...footprint(ours, oursAlignments), ...footprint(theirs, theirsAlignments)].sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  // regions: footprints that overlap or touch (touching is a conflict in git too); no hunk of
+  // either alignment crosses a region's ends
+  const regions: Array<[number, number, boolean]> = [];
+  for (const [start, end, ambiguous] of intervals) {
+    const last = regions[regions.length - 1];
+    if (last && start <= last[1]) {
+      last[1] = Math.max(last[1], end);
+      last[2] ||= ambiguous;
+    } else regions.push([start, end, ambiguous]);
+  }
+
+  // the merge must come out the same, and clean, whichever alignment each side is read with
+  let first: { lines: string[]; parts: LineConflict[] } | undefined;
+  for (const oursHunks of oursAlignments) {
+    for (const theirsHunks of theirsAlignments) {
+      const out: string[] = [];
+      const parts: LineConflict[] = []; // each region as this alignment reads it
+      const conflicts: LineConflict[] = [];
+      let copied = 0; // base lines before this index are already handled
+      for (const [regionStart, regionEnd, ambiguous] of regions) {
+        out.push(...base.slice(copied, regionStart));
+        copied = regionEnd;
+        const [oLo, oHi] = sideRange(oursHunks, regionStart, regionEnd);
+        const [tLo, tHi] = sideRange(theirsHunks, regionStart, regionEnd);
+        const part = { baseStart: regionStart, baseEnd: regionEnd, ours: ours.slice(oLo, oHi), base: base.slice(regionStart, regionEnd), theirs: theirs.slice(tLo, tHi) };
+        parts.push(part);
+        if (sameLines(part.ours, part.base)) out.push(...part.theirs);
+        else if (sameLines(part.theirs, part.base) || (!ambiguous && sameLines(part.ours, part.theirs))) out.push(...part.ours);
+        else conflicts.push(part);
       }
-      out.push(...base.slice(at, regionEnd));
-      continue;
-    }
-    // both sides changed this region: map the base region onto each side
-    const range = (side: Hunk['side']): [number, number] => {
-      const hs = group.filter((h) => h.side === side);
-      const lo = Math.min(...hs.map((h) => h.sideStart)) + (regionStart - Math.min(...hs.map((h) => h.baseStart)));
-      const hi = Math.max(...hs.map((h) => h.sideEnd)) + (regionEnd - Math.max(...hs.map((h) => h.baseEnd)));
-      return [lo, hi];
-    };
-    const [oLo, oHi] = range('ours');
-    const [tLo, tHi] = range('theirs');
-    const oursPart = ours.slice(oLo, oHi);
-    const theirsPart = theirs.slice(tLo, tHi);
-    if (sameLines(oursPart, theirsPart)) {
-      out.push(...oursPart);
-    } else {
-      conflicts.push({ baseStart: regionStart, baseEnd: regionEnd, ours: oursPart, base: base.slice(regionStart, regionEnd), theirs: theirsPart });
+      out.push(...base.slice(copied));
+      if (conflicts.length > 0) return { clean: false, conflicts };
+      if (first && !sameLines(first.lines, out)) {
+        // two readings merge differently: the regions they read differently conflict
+        const differ = first.parts.filter((p, i) => !sameLines(p.ours, parts[i]!.ours) || !sameLines(p.theirs, parts[i]!.theirs));
+        return { clean: false, conflicts: differ.length > 0 ? differ : [{ baseStart: 0, baseEnd: base.length, ours, base, theirs }] };
+      }
+      first ??= { lines: out, parts };
     }
   }
-  out.push(...base.slice(copied));
-  return conflicts.length > 0 ? { clean: false, conflicts } : { clean: true, lines: out };
+  return { clean: true, lines: first?.lines ?? [...base] };
 }
 
 /** Text form of mergeLines. */

@@ -16,6 +16,9 @@ import { mergeText } from './merge-lines.ts';
  *   same length; anything else changed on both sides is a conflict.
  * - The same key changed differently on both sides is a conflict; the same change on both sides
  *   is not.
+ * - Comments merge node by node too: a comment theirs changed (a line comment, the comment above
+ *   a key, a document's comment) replaces ours' where ours left it as in base; where both changed
+ *   it, ours' stays (comments do not run: they never make a conflict).
  * - Layout: the merged Document is printed, then the lines that printing reformatted (comment
  *   spacing, flow padding, list indentation) are put back from ours with a line merge, so only
  *   the lines the merge changed differ from ours.
@@ -55,15 +58,61 @@ function adopt(ours: Value, theirs: Value): Value {
   return cloneValue(theirs);
 }
 
-function mergeValue(ctx: Ctx, path: string, base: Value, ours: Value, theirs: Value): Value {
-  if (same(base, theirs) || same(ours, theirs)) return ours;
-  if (same(ours, base)) {
-    ctx.changed = true;
-    return adopt(ours, theirs);
+interface Commented {
+  comment?: string | null;
+  commentBefore?: string | null;
+}
+
+/** Theirs' change to the comments of one node (a Node or a Document), onto ours where ours kept base's. */
+function carryOwnComments(ctx: Ctx, base: Commented, ours: Commented, theirs: Commented): void {
+  for (const prop of ['comment', 'commentBefore'] as const) {
+    const [b, o, t] = [base[prop] ?? undefined, ours[prop] ?? undefined, theirs[prop] ?? undefined];
+    if (t !== b && o === b) {
+      ours[prop] = t;
+      ctx.changed = true;
+    }
   }
+}
+
+/** carryOwnComments through a subtree whose data theirs left alone: map keys, keys' and items' nodes. */
+function carryComments(ctx: Ctx, base: unknown, ours: unknown, theirs: unknown): void {
+  if (!isNode(base) || !isNode(ours) || !isNode(theirs)) return;
+  carryOwnComments(ctx, base, ours, theirs);
   if (isMap(base) && isMap(ours) && isMap(theirs)) {
+    const [b, o, t] = [mapEntries(base), mapEntries(ours), mapEntries(theirs)];
+    for (const [key, be] of b) {
+      const [oe, te] = [o.get(key), t.get(key)];
+      if (!oe || !te) continue;
+      if (isPair(be.item) && isPair(oe.item) && isPair(te.item)) carryComments(ctx, be.item.key, oe.item.key, te.item.key);
+      carryComments(ctx, be.value, oe.value, te.value);
+    }
+  } else if (isSeq(base) && isSeq(ours) && isSeq(theirs)) {
+    const keyed = [base, ours, theirs].map((q) => seqEntriesByName(q));
+    if (keyed[0] && keyed[1] && keyed[2]) {
+      for (const [key, be] of keyed[0]) carryComments(ctx, be.value, keyed[1].get(key)?.value, keyed[2].get(key)?.value);
+    } else if (base.items.length === ours.items.length && ours.items.length === theirs.items.length) {
+      base.items.forEach((item, i) => carryComments(ctx, item, ours.items[i], theirs.items[i]));
+    }
+  }
+}
+
+function mergeValue(ctx: Ctx, path: string, base: Value, ours: Value, theirs: Value): Value {
+  if (same(base, theirs) || same(ours, theirs)) {
+    carryComments(ctx, base, ours, theirs);
+    return ours;
+  }
+  // maps merge key by key even where ours' data is base's, so that ours' comments and layout stay
+  if (isMap(base) && isMap(ours) && isMap(theirs)) {
+    carryOwnComments(ctx, base, ours, theirs);
     mergeEntries(ctx, path, mapEntries(base), mapEntries(ours), mapEntries(theirs), mapOps(ours));
     return ours;
+  }
+  // a list ours left alone becomes theirs whole (item order matters in a list)
+  if (same(ours, base)) {
+    ctx.changed = true;
+    const adopted = adopt(ours, theirs);
+    if (adopted === ours && isNode(base) && isNode(ours) && isNode(theirs)) carryOwnComments(ctx, base, ours, theirs);
+    return adopted;
   }
   if (isSeq(base) && isSeq(ours) && isSeq(theirs)) {
     const keyed = [base, ours, theirs].map((s) => seqEntriesByName(s));
@@ -162,6 +211,7 @@ function mergeEntries(ctx: Ctx, path: string, base: Entries, ours: Entries, thei
     const t = theirs.get(key);
     if (t) {
       if (o) {
+        if (isPair(b.item) && isPair(o.item) && isPair(t.item)) carryComments(ctx, b.item.key, o.item.key, t.item.key);
         const merged = mergeValue(ctx, child(key), b.value, o.value, t.value);
         if (merged !== o.value) ops.set(key, merged);
       } else if (!same(b.value, t.value)) {
@@ -258,6 +308,7 @@ export function mergeYaml(base: string, ours: string, theirs: string): YamlMerge
     const td = tMap.get(bd.id);
     if (td && od) {
       const ctx: Ctx = { conflicts, changed: false, label: od.label };
+      carryOwnComments(ctx, bd.doc, od.doc, td.doc);
       const merged = mergeValue(ctx, '', bd.doc.contents, od.doc.contents, td.doc.contents);
       if (merged !== od.doc.contents) od.doc.contents = merged as typeof od.doc.contents;
       changed ||= ctx.changed;
