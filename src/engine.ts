@@ -350,7 +350,7 @@ async function preferVerified(repo: RepoBackend, located: Located, target: Resol
   if (!verified) return;
   const between = await repo.commitsTouching(located.lastKnownGood, target.paths, { stop: verified });
   if (between.length === 0) {
-    located.lastKnownGood = verified === located.lastKnownGood ? verified : located.lastKnownGood;
+    // the target paths are the same at the verified commit and before the first bad one
     located.verified = true;
     located.explanation += `; last-known-good verified by the record on ${verified.slice(0, 12)}`;
   } else if (target.strategy === 'restore') {
