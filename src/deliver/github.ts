@@ -298,12 +298,12 @@ class GitHubRepo implements GitHubBackend {
   private async collect(treeSha: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {
     const { data } = await this.call(`listing tree ${prefix}`, undefined, () => this.octokit.rest.git.getTree({ ...this.repoArgs, tree_sha: treeSha, recursive: '1' }));
     if (!data.truncated) {
-      for (const e of data.tree) if (e.type === 'blob' && e.path && e.sha && e.mode) out.set(`${prefix}/${e.path}`, { oid: e.sha, mode: e.mode });
+      for (const e of data.tree) if (e.type === 'blob' && e.path && e.sha && e.mode) out.set(join(prefix, e.path), { oid: e.sha, mode: e.mode });
       return;
     }
     for (const e of await this.readTree(treeSha)) {
-      if (e.type === 'tree') await this.collect(e.sha, `${prefix}/${e.path}`, out);
-      else if (e.type === 'blob') out.set(`${prefix}/${e.path}`, { oid: e.sha, mode: e.mode });
+      if (e.type === 'tree') await this.collect(e.sha, join(prefix, e.path), out);
+      else if (e.type === 'blob') out.set(join(prefix, e.path), { oid: e.sha, mode: e.mode });
     }
   }
 
@@ -585,6 +585,9 @@ class GitHubRepo implements GitHubBackend {
     return closed;
   }
 }
+
+/** a path under a folder; the repository root is the empty prefix */
+const join = (prefix: string, name: string) => (prefix ? `${prefix}/${name}` : name);
 
 const stripMarker = (body: string) => body.replace(/<!-- lastgood:[^>]*-->/g, '').trim();
 
