@@ -231,3 +231,18 @@ for (const [name, make, message] of badInputs) {
     t.is(fingerprint(s.repo), before);
   });
 }
+
+test('a target path through a symlink is refused: exit 2, nothing written', async (t) => {
+  const s = scenario();
+  git(s.repo, 'checkout', '-q', 'main');
+  const { symlinkSync } = await import('node:fs');
+  symlinkSync('podinfo', path.join(s.repo, 'apps/link'));
+  git(s.repo, 'add', 'apps/link');
+  git(s.repo, 'commit', '-q', '-m', 'a link');
+  const config = writeFile(s.dir, 'link.yaml', readFileSync(s.config, 'utf8').replace(`paths: [${TARGET_PATH}]`, 'paths: [apps/link/overlays/prod/]'));
+  const before = fingerprint(s.repo);
+  const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', failedSnapshot(s)]);
+  t.is(r.code, 2, r.stdout + r.stderr);
+  t.regex(r.stderr, /goes through a symlink at "apps\/link": refused/);
+  t.is(fingerprint(s.repo), before);
+});

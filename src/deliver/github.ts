@@ -5,6 +5,7 @@ import { throttling } from '@octokit/plugin-throttling';
 import { InputError, RemoteError, redact, registerSecret } from '../errors.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend } from '../repo/types.ts';
 import { reviewBranch, StaleHeadError } from './local.ts';
+import { collectByWalking, entryAt, filesUnder, joinPath, type TreeItem } from './tree-walk.ts';
 
 /**
  * GitHub backend: reads and writes a repository through the REST API, without a clone.
@@ -87,14 +88,6 @@ function personFrom(user: { name?: string; email?: string; date?: string } | nul
   return { name: user?.name ?? '', email: user?.email ?? '', timestamp: Number.isNaN(ms) ? 0 : Math.floor(ms / 1000), timezoneOffset: 0 };
 }
 
-interface TreeItem {
-  path: string;
-  mode: string;
-  type: string;
-  sha: string;
-}
-
-const SYMLINK = '120000';
 const TREE_CHUNK = 100; // entries per createTree call, as create-pull-request and release-please do
 
 class GitHubRepo implements GitHubBackend {
@@ -282,57 +275,31 @@ class GitHubRepo implements GitHubBackend {
   }
 
   async listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
-    const { tree } = await this.readCommit(commit);
-    const out = new Map<string, FileEntry>();
-    for (const p of paths) {
-      const clean = p.replace(/\/+$/, '');
-      const entry = await this.entryInTree(tree, clean);
-      if (!entry) continue;
-      if (entry.type === 'tree') await this.collect(entry.sha, clean, out);
-      else if (entry.type === 'blob' && !p.endsWith('/')) out.set(clean, { oid: entry.sha, mode: entry.mode });
-    }
-    return out;
+    return filesUnder(this.readTreeItems, (await this.readCommit(commit)).tree, paths, (oid, prefix, out) => this.collect(oid, prefix, out));
   }
 
-  /** Every blob under a tree: one recursive listing, or a walk when GitHub truncates it. */
+  /** A folder in one recursive request; when GitHub truncates it, tree by tree. */
   private async collect(treeSha: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {
     const { data } = await this.call(`listing tree ${prefix}`, undefined, () => this.octokit.rest.git.getTree({ ...this.repoArgs, tree_sha: treeSha, recursive: '1' }));
     if (!data.truncated) {
-      for (const e of data.tree) if (e.type === 'blob' && e.path && e.sha && e.mode) out.set(join(prefix, e.path), { oid: e.sha, mode: e.mode });
+      for (const e of data.tree) if (e.type === 'blob' && e.path && e.sha && e.mode) out.set(joinPath(prefix, e.path), { oid: e.sha, mode: e.mode });
       return;
     }
-    for (const e of await this.readTree(treeSha)) {
-      if (e.type === 'tree') await this.collect(e.sha, join(prefix, e.path), out);
-      else if (e.type === 'blob') out.set(join(prefix, e.path), { oid: e.sha, mode: e.mode });
-    }
+    await collectByWalking(this.readTreeItems, treeSha, prefix, out);
   }
 
   async pathOid(commit: string, path: string): Promise<string | undefined> {
     const { tree } = await this.readCommit(commit);
-    return (await this.entryInTree(tree, path.replace(/\/+$/, '')))?.sha;
+    return (await entryAt(this.readTreeItems, tree, path.replace(/\/+$/, '')))?.oid;
   }
 
-  /** Walks `path` one tree at a time; a path through a symlink is refused (DESIGN.md Config). */
-  private async entryInTree(tree: string, path: string): Promise<TreeItem | undefined> {
-    const parts = path.split('/').filter(Boolean);
-    let current: TreeItem = { path: '', mode: '040000', type: 'tree', sha: tree };
-    for (const [i, part] of parts.entries()) {
-      if (current.type !== 'tree') return undefined;
-      const entry = (await this.readTree(current.sha)).find((e) => e.path === part);
-      if (!entry) return undefined;
-      if (entry.mode === SYMLINK) {
-        throw new InputError(`the target path "${path}" goes through a symlink at "${parts.slice(0, i + 1).join('/')}": refused`);
-      }
-      current = entry;
-    }
-    return current;
-  }
+  private readonly readTreeItems = (sha: string) => this.readTree(sha);
 
   private async readTree(sha: string): Promise<TreeItem[]> {
     let entries = this.trees.get(sha);
     if (!entries) {
       const { data } = await this.call(`reading tree ${sha}`, undefined, () => this.octokit.rest.git.getTree({ ...this.repoArgs, tree_sha: sha }));
-      entries = data.tree.map((e) => ({ path: e.path ?? '', mode: e.mode ?? '', type: e.type ?? '', sha: e.sha ?? '' }));
+      entries = data.tree.map((e) => ({ path: e.path ?? '', mode: e.mode ?? '', type: e.type ?? '', oid: e.sha ?? '' }));
       this.trees.set(sha, entries);
     }
     return entries;
@@ -585,9 +552,6 @@ class GitHubRepo implements GitHubBackend {
     return closed;
   }
 }
-
-/** a path under a folder; the repository root is the empty prefix */
-const join = (prefix: string, name: string) => (prefix ? `${prefix}/${name}` : name);
 
 const stripMarker = (body: string) => body.replace(/<!-- lastgood:[^>]*-->/g, '').trim();
 

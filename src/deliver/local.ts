@@ -3,6 +3,7 @@ import path from 'node:path';
 import git from 'isomorphic-git';
 import { InputError, RemoteError } from '../errors.ts';
 import { openLocalNotes, type NotesStore } from '../history/notes.ts';
+import { entryAt, filesUnder } from './tree-walk.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend } from '../repo/types.ts';
 
 /** Thrown when the branch moved between plan and delivery: the engine re-plans on the new head. */
@@ -118,24 +119,7 @@ export class LocalRepo implements RepoBackend {
   }
 
   async listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
-    const { tree } = await this.readCommit(commit);
-    const out = new Map<string, FileEntry>();
-    for (const p of paths) {
-      const clean = p.replace(/\/+$/, '');
-      const entry = await this.entryInTree(tree, clean);
-      if (!entry) continue;
-      if (entry.type === 'tree') await this.collect(entry.oid, clean, out);
-      else if (!p.endsWith('/')) out.set(clean, { oid: entry.oid, mode: entry.mode });
-    }
-    return out;
-  }
-
-  private async collect(treeOid: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {
-    for (const e of await this.readTreeEntries(treeOid)) {
-      const full = prefix ? `${prefix}/${e.path}` : e.path;
-      if (e.type === 'tree') await this.collect(e.oid, full, out);
-      else if (e.type === 'blob') out.set(full, { oid: e.oid, mode: e.mode });
-    }
+    return filesUnder(this.readTree, (await this.readCommit(commit)).tree, paths);
   }
 
   async pathOid(commit: string, p: string): Promise<string | undefined> {
@@ -144,24 +128,10 @@ export class LocalRepo implements RepoBackend {
   }
 
   private async oidInTree(tree: string, p: string): Promise<string | undefined> {
-    return (await this.entryInTree(tree, p.replace(/\/+$/, '')))?.oid;
+    return (await entryAt(this.readTree, tree, p.replace(/\/+$/, '')))?.oid;
   }
 
-  /** Walks `p` component by component; a path through a symlink is refused (DESIGN.md Config). */
-  private async entryInTree(tree: string, p: string): Promise<{ oid: string; mode: string; type: string } | undefined> {
-    const parts = p.split('/').filter(Boolean);
-    let current = { oid: tree, mode: TREE, type: 'tree' };
-    for (const [i, part] of parts.entries()) {
-      if (current.type !== 'tree') return undefined;
-      const entry = (await this.readTreeEntries(current.oid)).find((e) => e.path === part);
-      if (!entry) return undefined;
-      if (entry.mode === SYMLINK) {
-        throw new InputError(`the target path "${p}" goes through a symlink at "${parts.slice(0, i + 1).join('/')}": refused`);
-      }
-      current = entry;
-    }
-    return current;
-  }
+  private readonly readTree = (oid: string) => this.readTreeEntries(oid);
 
   private async readTreeEntries(oid: string) {
     let entries = this.trees.get(oid);

@@ -1,0 +1,59 @@
+import { InputError } from '../errors.ts';
+import type { FileEntry } from '../repo/types.ts';
+
+/**
+ * Walking git trees to the target paths, shared by the backends: they differ only in how a tree
+ * is read (isomorphic-git from the object database, or one REST request) and how a whole folder
+ * is listed (GitHub can do it in one recursive request).
+ */
+export interface TreeItem {
+  path: string;
+  oid: string;
+  mode: string;
+  type: string;
+}
+
+export type ReadTree = (oid: string) => Promise<TreeItem[]>;
+/** Adds every blob under the tree `oid` to `out`, keyed by its path below `prefix`. */
+export type CollectFolder = (oid: string, prefix: string, out: Map<string, FileEntry>) => Promise<void>;
+
+const SYMLINK = '120000';
+
+/** A path under a folder; the repository root is the empty prefix. */
+export const joinPath = (prefix: string, name: string): string => (prefix ? `${prefix}/${name}` : name);
+
+/** Walks `path` one tree at a time from `root`; a path through a symlink is refused (DESIGN.md Config). */
+export async function entryAt(readTree: ReadTree, root: string, path: string): Promise<TreeItem | undefined> {
+  const parts = path.split('/').filter(Boolean);
+  let current: TreeItem = { path: '', oid: root, mode: '040000', type: 'tree' };
+  for (const [i, part] of parts.entries()) {
+    if (current.type !== 'tree') return undefined;
+    const entry = (await readTree(current.oid)).find((e) => e.path === part);
+    if (!entry) return undefined;
+    if (entry.mode === SYMLINK) {
+      throw new InputError(`the target path "${path}" goes through a symlink at "${parts.slice(0, i + 1).join('/')}": refused`);
+    }
+    current = entry;
+  }
+  return current;
+}
+
+/** Every blob under `paths` (a trailing "/" or a tree is a folder) in the tree `root`. */
+export async function filesUnder(readTree: ReadTree, root: string, paths: string[], collect: CollectFolder = (oid, prefix, out) => collectByWalking(readTree, oid, prefix, out)): Promise<Map<string, FileEntry>> {
+  const out = new Map<string, FileEntry>();
+  for (const p of paths) {
+    const clean = p.replace(/\/+$/, '');
+    const entry = await entryAt(readTree, root, clean);
+    if (!entry) continue;
+    if (entry.type === 'tree') await collect(entry.oid, clean, out);
+    else if (entry.type === 'blob' && !p.endsWith('/')) out.set(clean, { oid: entry.oid, mode: entry.mode });
+  }
+  return out;
+}
+
+export async function collectByWalking(readTree: ReadTree, oid: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {
+  for (const e of await readTree(oid)) {
+    if (e.type === 'tree') await collectByWalking(readTree, e.oid, joinPath(prefix, e.path), out);
+    else if (e.type === 'blob') out.set(joinPath(prefix, e.path), { oid: e.oid, mode: e.mode });
+  }
+}
