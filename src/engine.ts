@@ -2,11 +2,11 @@ import type { Logger } from 'pino';
 import { resolveTarget, type Config, type ResolvedTarget } from './config/schema.ts';
 import { decide } from './decide/decide.ts';
 import type { Decision, Evidence, HookPlan, RepoGuards, Verdict } from './decide/types.ts';
-import { repoGuards } from './decide/history.ts';
+import { repoGuards } from './history/guards.ts';
 import { hookPayload, runHook } from './decide/hook.ts';
 import { notify } from './report/notify.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
-import { InputError, RevertImpossible, type ExitCode } from './errors.ts';
+import { InputError, RevertImpossible, StaleHeadError, type ExitCode } from './errors.ts';
 import { locate, type Located } from './history/locate.ts';
 import { lastgoodTarget, revertedBy } from './history/trailers.ts';
 import type { Observed } from './observe/types.ts';
@@ -17,7 +17,6 @@ import { newestVerified } from './history/notes.ts';
 import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
-import { StaleHeadError } from './deliver/local.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -65,13 +64,18 @@ export function selectTargets(config: Config, name?: string): ResolvedTarget[] {
   return found;
 }
 
+/** config + observed objects → each selected target's verdict. Pure. */
+function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: Verdict }> {
+  return selectTargets(opts.config, opts.target).map((target) => ({ target, verdict: verdictFor(target, evidenceFor(target, opts.observed, opts.now), opts.now) }));
+}
+
+function decisionFor(target: ResolvedTarget, verdict: Verdict, opts: CheckOptions, guards: RepoGuards | undefined): Decision {
+  return decide({ verdict, target, now: opts.now, observations: opts.observations?.get(target.name) ?? 1, guards });
+}
+
 /** config + observed objects → verdict and decision per target. Pure. */
 export function check(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: Verdict; decision: Decision }> {
-  return selectTargets(opts.config, opts.target).map((target) => {
-    const verdict = verdictFor(target, evidenceFor(target, opts.observed, opts.now), opts.now);
-    const decision = decide({ verdict, target, now: opts.now, observations: opts.observations?.get(target.name) ?? 1, guards: opts.guards?.get(target.name) });
-    return { target, verdict, decision };
-  });
+  return verdicts(opts).map(({ target, verdict }) => ({ target, verdict, decision: decisionFor(target, verdict, opts, opts.guards?.get(target.name)) }));
 }
 
 export interface RunOptions extends CheckOptions {
@@ -88,8 +92,15 @@ export interface RunOptions extends CheckOptions {
 /** The whole pipeline: check, then for each target whose decision is revert, locate, plan and deliver. */
 export async function run(opts: RunOptions): Promise<Report> {
   const targets: TargetOutcome[] = [];
-  const guards = await guardsFor(opts);
-  for (const { target, verdict, decision } of check({ ...opts, guards })) {
+  let head: string | undefined;
+  for (const { target, verdict } of verdicts(opts)) {
+    // guards that need the repository (last revert, revert of a revert), only for targets that are failed or stuck
+    let guards = opts.guards?.get(target.name);
+    if (!guards && (verdict.verdict === 'failed' || verdict.verdict === 'stuck')) {
+      head ??= await opts.repo.head(opts.config.repo.branch);
+      guards = await repoGuards({ reader: opts.repo, head, target, evidence: verdict.evidence });
+    }
+    const decision = decisionFor(target, verdict, opts, guards);
     const outcome = baseOutcome(verdict, decision);
     targets.push(outcome);
     try {
@@ -119,20 +130,6 @@ async function closeSuperseded(outcome: TargetOutcome, opts: RunOptions): Promis
   if (!healthy) return;
   const closed = await opts.repo.closeSupersededReverts(outcome.name, healthy);
   if (closed.length) outcome.reason = `${outcome.reason}; closed superseded revert pull request${closed.length > 1 ? 's' : ''} ${closed.map((n) => `#${n}`).join(', ')}`;
-}
-
-/** Guards that need the repository (last revert, revert of a revert), for the targets that are failed or stuck. */
-async function guardsFor(opts: RunOptions): Promise<Map<string, RepoGuards>> {
-  const out = new Map<string, RepoGuards>();
-  let head: string | undefined;
-  for (const target of selectTargets(opts.config, opts.target)) {
-    const evidence = evidenceFor(target, opts.observed, opts.now);
-    const { verdict } = verdictFor(target, evidence, opts.now);
-    if (verdict !== 'failed' && verdict !== 'stuck') continue;
-    head ??= await opts.repo.head(opts.config.repo.branch);
-    out.set(target.name, await repoGuards({ reader: opts.repo, head, target, evidence }));
-  }
-  return out;
 }
 
 /**
@@ -208,7 +205,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       outcome.verified = located.verified;
       log.info({ target: target.name, revision: located.bad[0]?.oid, lastKnownGood: located.lastKnownGood }, 'located bad revision');
 
-      const existing = located.alreadyRevertedBy ?? (await findExistingRevert(repo, head, target.name, located));
+      const existing = located.alreadyRevertedBy ?? (await findExistingRevert(repo, head, target, located));
       if (existing) {
         outcome.commit = existing;
         outcome.created = false;
@@ -393,11 +390,12 @@ export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend }):
 }
 
 /** Idempotency: a lastgood commit for this target that already reverts the newest bad commit. */
-async function findExistingRevert(repo: RepoBackend, head: string, target: string, located: Located): Promise<string | undefined> {
+async function findExistingRevert(repo: RepoBackend, head: string, target: ResolvedTarget, located: Located): Promise<string | undefined> {
   const newestBad = located.bad[0];
   if (!newestBad) return undefined;
-  const since = await repo.commitsTouching(head, [], { stop: newestBad.oid, limit: 1000 });
-  return since.find((c) => lastgoodTarget(c.message) === target && revertedBy(c.message).includes(newestBad.oid))?.oid;
+  // a revert always changes the target's paths: only those commits need reading (one listing on GitHub)
+  const since = await repo.commitsTouching(head, target.paths, { stop: newestBad.oid, limit: 1000 });
+  return since.find((c) => lastgoodTarget(c.message) === target.name && revertedBy(c.message).includes(newestBad.oid))?.oid;
 }
 
 /** `--bad SHA [--to SHA]`: the person names the bad commit and, optionally, what to go back to. */

@@ -61,6 +61,16 @@ export class RevertImpossible extends Error {
   }
 }
 
+/** Thrown when the branch moved between plan and delivery: the engine re-plans on the new head. */
+export class StaleHeadError extends Error {
+  readonly head: string;
+  constructor(branch: string, head: string) {
+    super(`branch ${branch} moved to ${head} while the revert was planned`);
+    this.name = 'StaleHeadError';
+    this.head = head;
+  }
+}
+
 const secrets = new Set<string>();
 
 /** Register a secret (token, webhook URL) so that redact() removes it wherever it appears. */

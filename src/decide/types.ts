@@ -1,29 +1,19 @@
-import type { FailureClass, HealthState, Revision } from '../health/types.ts';
+import type { FailureClass, Health } from '../health/types.ts';
 
 export type VerdictState = 'healthy' | 'progressing' | 'failed' | 'stuck';
 
-/** One object's part in a target's verdict (DESIGN.md Lastgood-Evidence). */
-export interface Evidence {
+/** One object's part in a target's verdict (DESIGN.md Lastgood-Evidence): the object, named, and its Health. */
+export interface Evidence extends Health {
   apiVersion: string;
   kind: string;
   /** "group/Kind" (core kinds: "Kind") */
   groupKind: string;
   namespace?: string;
   name: string;
-  state: HealthState;
-  reason: string;
-  message: string;
-  since?: string;
-  failureClass?: 'analysis' | 'promotion';
-  terminal?: boolean;
-  attempted?: Revision;
-  lastSucceeded?: Revision;
   /** where the object was read from (file, "kube", "event"); absent when the object was not found */
   source?: string;
   /** the object's `lastgood.dev/hold` annotation: while present, lastgood writes nothing for the target */
   hold?: string;
-  /** the assessor says the object is applying a promotion or sync right now (Kargo Promotion Running, Argo CD operation Running) */
-  inFlight?: boolean;
 }
 
 export interface Verdict {

@@ -26,14 +26,9 @@ export function toEvidence(object: KubeObject, source: string, now: Date): Evide
   const e: Evidence = {
     apiVersion: object.apiVersion, kind: object.kind, groupKind: groupKind(object.apiVersion, object.kind),
     namespace: object.metadata.namespace, name: object.metadata.name,
-    state: h.state, reason: h.reason, message: h.message, source,
+    ...h, source,
   };
-  if (h.since) e.since = h.since;
   if (h.state === 'failed') e.failureClass = h.failureClass ?? 'analysis';
-  if (h.terminal) e.terminal = true;
-  if (h.attempted) e.attempted = h.attempted;
-  if (h.lastSucceeded) e.lastSucceeded = h.lastSucceeded;
-  if (h.inFlight) e.inFlight = true;
   const hold = object.metadata.annotations?.[HOLD_ANNOTATION];
   if (typeof hold === 'string') e.hold = hold.trim() || 'no reason given';
   return e;

@@ -2,9 +2,9 @@ import { Octokit } from '@octokit/rest';
 import { parseGitHubUrl } from './github-url.ts';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
-import { InputError, RemoteError, redact, registerSecret } from '../errors.ts';
+import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../errors.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend } from '../repo/types.ts';
-import { reviewBranch, StaleHeadError } from './local.ts';
+import { reviewBranch } from './branch.ts';
 import { collectByWalking, entryAt, filesUnder, joinPath, type TreeItem } from './tree-walk.ts';
 
 /**

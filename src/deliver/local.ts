@@ -1,20 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import git from 'isomorphic-git';
-import { InputError, RemoteError } from '../errors.ts';
+import { InputError, RemoteError, StaleHeadError } from '../errors.ts';
+import { reviewBranch } from './branch.ts';
 import { openLocalNotes, type NotesStore } from '../history/notes.ts';
 import { entryAt, filesUnder } from './tree-walk.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend } from '../repo/types.ts';
-
-/** Thrown when the branch moved between plan and delivery: the engine re-plans on the new head. */
-export class StaleHeadError extends Error {
-  readonly head: string;
-  constructor(branch: string, head: string) {
-    super(`branch ${branch} moved to ${head} while the revert was planned`);
-    this.name = 'StaleHeadError';
-    this.head = head;
-  }
-}
 
 interface Layout {
   /** working tree, undefined for a bare repository */
@@ -273,11 +264,6 @@ function pruneEmptyDirs(root: string, dir: string): void {
     }
     dir = path.dirname(dir);
   }
-}
-
-/** DESIGN.md: `lastgood/<target>/<first 12 of the bad SHA>`. */
-export function reviewBranch(change: Pick<Change, 'target' | 'bad'>): string {
-  return `lastgood/${change.target}/${(change.bad[0] ?? 'unknown').slice(0, 12)}`;
 }
 
 export async function openLocalRepo(repoPath: string): Promise<LocalRepo> {

@@ -109,14 +109,14 @@ const LIKELY = /flux|image|automation|argo|application|clusters?\b|infra/i;
 
 async function scanManifests(reader: RepoReader, head: string, needle: RegExp, warnings: string[]): Promise<Manifest[]> {
   const all = await reader.listFiles(head, ['']);
-  const yamlPaths = [...all.keys()].map((p) => p.replace(/^\/+/, '')).filter(isYamlPath);
+  const yamlPaths = [...all.keys()].filter(isYamlPath);
   const ordered = [...yamlPaths.filter((p) => LIKELY.test(p)), ...yamlPaths.filter((p) => !LIKELY.test(p))];
   if (ordered.length > MAX_SCANNED) {
     warnings.push(`searched the first ${MAX_SCANNED} of ${ordered.length} YAML files for image automation manifests`);
   }
   const out: Manifest[] = [];
   for (const path of ordered.slice(0, MAX_SCANNED)) {
-    const entry = all.get(path) ?? all.get(`/${path}`);
+    const entry = all.get(path);
     if (!entry) continue;
     const text = Buffer.from(await reader.readBlob(entry.oid)).toString('utf8');
     if (!needle.test(text)) continue;

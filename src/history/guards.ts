@@ -3,10 +3,10 @@
  * reverts, as plain data for decide (RepoGuards). Reads the repository, writes nothing.
  */
 import type { ResolvedTarget } from '../config/schema.ts';
-import { lastgoodTarget } from '../history/trailers.ts';
+import { lastgoodTarget } from './trailers.ts';
 import type { RepoReader } from '../repo/types.ts';
-import { failingRevision } from './guards.ts';
-import type { Evidence, RepoGuards } from './types.ts';
+import { failingRevision } from '../decide/guards.ts';
+import type { Evidence, RepoGuards } from '../decide/types.ts';
 
 /** How many commits touching the target paths to look through for its last revert. */
 export const LAST_REVERT_SEARCH = 20;
