@@ -159,5 +159,10 @@ export function health(fields: Health): Health {
   if (fields.terminal !== undefined) out.terminal = fields.terminal;
   if (fields.attempted !== undefined && Object.keys(fields.attempted).length > 0) out.attempted = fields.attempted;
   if (fields.lastSucceeded !== undefined && Object.keys(fields.lastSucceeded).length > 0) out.lastSucceeded = fields.lastSucceeded;
+  if (fields.inFlight !== undefined) out.inFlight = fields.inFlight;
+  if (fields.failingObjects?.length) out.failingObjects = fields.failingObjects;
+  if (fields.failingImages?.length) out.failingImages = fields.failingImages;
+  if (fields.revertHazard !== undefined) out.revertHazard = fields.revertHazard;
+  if (fields.notes?.length) out.notes = fields.notes;
   return out;
 }

@@ -18,8 +18,10 @@ export interface Revision {
   sha?: string;
   /** branch or tag the revision came from, e.g. "main" */
   ref?: string;
-  /** Helm chart version */
+  /** Helm chart version (without a `+<sha>` build suffix; the suffix, when it is a git commit, is in `sha`) */
   chart?: string;
+  /** Helm chart name, where the object tells it (HelmRelease `spec.chart.spec.chart`, history `chartName`) */
+  chartName?: string;
   /** container images, "repo:tag" or "repo@sha256:…" */
   images?: string[];
   /**
@@ -52,6 +54,36 @@ export interface Health {
    * reconciling a new revision). Decide also derives this from state/reason when it is absent.
    */
   inFlight?: boolean;
+  /**
+   * Where the object names them: the objects whose state makes this one fail (a Flux Kustomization's
+   * `timeout waiting for: [Canary/prod/podinfo status: 'Failed']`, an Argo CD Application's degraded
+   * resources). A parent shared by several targets fails only the targets that own one of them.
+   */
+  failingObjects?: ObjectRef[];
+  /**
+   * The exact images of the containers that fail, where the object tells which (a Pod's container
+   * statuses). `attempted.images` lists every image of the pod template; this is the narrower set.
+   */
+  failingImages?: string[];
+  /**
+   * Why an automatic revert of this failure would do harm or duel with the engine (decide alerts
+   * instead, unless the target opts in): Flagger ≥ 1.44 keeps the canary serving after a failed
+   * promotion, and a new revision then routes all traffic to the broken primary; a Kargo rollback
+   * Promotion is the engine's own rollback.
+   */
+  revertHazard?: { kind: 'flagger-promotion-failure' | 'engine-rollback'; message: string };
+  /** Facts a person should read in the report that change nothing in the decision (Argo CD will sync a revert only after its retries end). */
+  notes?: string[];
+}
+
+/** A Kubernetes object named in another object's status. */
+export interface ObjectRef {
+  /** "group/Kind" as groupKind() writes it when the group is known, else the bare Kind */
+  kind: string;
+  namespace?: string;
+  name: string;
+  /** the status the naming object reports for it ("Failed", "InProgress", "Degraded") */
+  status?: string;
 }
 
 /** One assessor per kind family. Pure: same object and clock, same Health. Must not throw (the registry guards anyway). */
