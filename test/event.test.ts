@@ -108,6 +108,48 @@ test('Flagger event webhook: a Canary in its phase, since the event time; Failed
   t.is(assess(parseEvent(data, 'e.json').objects[0]!, NOW).state, 'progressing');
 });
 
+test('Flagger ≥ 1.44 "Promotion of … failed, primary not ready" sent while the phase is still Promoting: a failed promotion, terminal, with the revert hazard', (t) => {
+  const event = parseEvent(fixture('flagger-promotion-failed.json'), 'e.json');
+  t.is(event.objects[0]!.status.phase, 'Failed');
+  const h = assess(event.objects[0]!, NOW);
+  t.like(h, { state: 'failed', reason: 'PromotionFailed', failureClass: 'promotion', terminal: true, since: '2026-11-22T03:20:00.000Z', revertHazard: { kind: 'flagger-promotion-failure' } });
+  t.regex(h.message, /exceeded its progress deadline/);
+  t.deepEqual(matchEvent(event, config).targets, ['podinfo-prod']);
+  // The generic Warning Flagger records just before ("podinfo-primary.prod not ready: …") is still progress.
+  const before = fixture('flagger-promotion-failed.json');
+  before.client_payload.metadata.eventMessage = 'podinfo-primary.prod not ready: deployment "podinfo-primary" exceeded its progress deadline';
+  t.like(assess(parseEvent(before, 'e.json').objects[0]!, NOW), { state: 'progressing', reason: 'Promoting' });
+  // A Normal event with the same words is not the failure.
+  const normal = fixture('flagger-promotion-failed.json');
+  normal.client_payload.metadata.eventType = 'Normal';
+  t.is(assess(parseEvent(normal, 'e.json').objects[0]!, NOW).state, 'progressing');
+});
+
+test('Flux HelmRelease RollbackSucceeded (info): a failed, terminal release whose event revision is the last success, not the attempt', (t) => {
+  const event = parseEvent(fixture('flux-helmrelease-rollback-succeeded.json'), 'e.json');
+  const h = assess(event.objects[0]!, NOW);
+  t.like(h, { state: 'failed', reason: 'RollbackSucceeded', failureClass: 'analysis', terminal: true, since: '2026-11-22T03:16:00.000Z' });
+  t.like(h.lastSucceeded, { raw: '6.0.3', chart: '6.0.3' });
+  t.is(h.attempted, undefined);
+  t.deepEqual(matchEvent(event, config).targets, ['podinfo-helm']);
+  // A chart built from git: the build suffix is the commit; with an oci-digest key it is not.
+  const git = fixture('flux-helmrelease-rollback-succeeded.json');
+  git.client_payload.metadata.revision = '6.0.3+5b8a2d2a0d8d';
+  t.like(assess(parseEvent(git, 'e.json').objects[0]!, NOW).lastSucceeded, { chart: '6.0.3', sha: '5b8a2d2a0d8d' });
+  git.client_payload.metadata['oci-digest'] = 'sha256:5b8a2d2a0d8d6c5e0ad2c2e8e2f9e4b1c3d7a6f05b8a2d2a0d8d6c5e0ad2c2e8';
+  t.is(assess(parseEvent(git, 'e.json').objects[0]!, NOW).lastSucceeded?.sha, undefined);
+});
+
+test('Flux HelmRelease UninstallSucceeded (info): the revision is the failed release it removed', (t) => {
+  const data = fixture('flux-helmrelease-rollback-succeeded.json');
+  data.client_payload.reason = 'UninstallSucceeded';
+  data.client_payload.message = 'Helm uninstall remediation for release prod/podinfo.v1 with chart podinfo@6.1.0 succeeded';
+  data.client_payload.metadata.revision = '6.1.0';
+  const h = assess(parseEvent(data, 'e.json').objects[0]!, NOW);
+  t.like(h, { state: 'failed', reason: 'UninstallSucceeded', terminal: true, attempted: { chart: '6.1.0' } });
+  t.is(h.lastSucceeded, undefined);
+});
+
 test('Alertmanager: a firing alert matched by labels becomes a failed lastgood.dev Alert resource of the target', (t) => {
   const event = parseEvent(fixture('alertmanager-firing.json'), 'e.json');
   t.is(event.sender, 'alertmanager');

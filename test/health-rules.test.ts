@@ -5,6 +5,7 @@
  */
 import test from 'ava';
 import { assess, parseRevision, registeredKinds, type Health } from '../src/health/index.ts';
+import { parseChartVersion, type ChartSuffixSource } from '../src/health/revision.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 
 const NOW = new Date('2026-08-25T12:00:00Z');
@@ -123,11 +124,11 @@ function application(o: {
   );
 }
 
-function kustomization(o: { attempted?: string; applied?: string; ready?: 'True' | 'False' | 'Unknown'; reason?: string; reconciling?: string; stalled?: string; suspend?: boolean; history?: { revision: string; status: string }[]; generation?: number; readyGeneration?: number }) {
+function kustomization(o: { attempted?: string; applied?: string; ready?: 'True' | 'False' | 'Unknown'; reason?: string; message?: string; reconciling?: string; stalled?: string; suspend?: boolean; history?: { revision: string; status: string }[]; generation?: number; readyGeneration?: number }) {
   const conditions: Cond[] = [];
   if (o.reconciling) conditions.push(cond('Reconciling', 'True', o.reconciling, 'Reconciliation in progress'));
   if (o.stalled) conditions.push(cond('Stalled', 'True', o.stalled, 'stalled', T1));
-  if (o.ready) conditions.push({ ...cond('Ready', o.ready, o.reason ?? (o.ready === 'True' ? 'ReconciliationSucceeded' : o.ready === 'False' ? 'HealthCheckFailed' : 'Progressing'), `ready ${o.ready}`), ...(o.readyGeneration !== undefined ? { observedGeneration: o.readyGeneration } : {}) });
+  if (o.ready) conditions.push({ ...cond('Ready', o.ready, o.reason ?? (o.ready === 'True' ? 'ReconciliationSucceeded' : o.ready === 'False' ? 'HealthCheckFailed' : 'Progressing'), o.message ?? `ready ${o.ready}`), ...(o.readyGeneration !== undefined ? { observedGeneration: o.readyGeneration } : {}) });
   return object(
     'kustomize.toolkit.fluxcd.io/v1',
     'Kustomization',
@@ -142,24 +143,52 @@ function kustomization(o: { attempted?: string; applied?: string; ready?: 'True'
   );
 }
 
-function helmRelease(o: { ready?: 'True' | 'False' | 'Unknown'; reason?: string; released?: [string, string]; test?: [string, string]; remediated?: boolean; reconciling?: string; stalled?: string; attempted?: string; history?: { chart: string; status: string; testFailed?: boolean }[] }) {
+function helmRelease(o: {
+  ready?: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  released?: [string, string];
+  test?: [string, string];
+  remediated?: boolean;
+  reconciling?: string;
+  stalled?: string;
+  attempted?: string;
+  attemptedDigest?: string;
+  history?: { chart: string; status: string; testFailed?: boolean; ociDigest?: string }[];
+  chart?: { chart?: string; version?: string; sourceKind?: string };
+  chartRefKind?: string;
+}) {
   const conditions: Cond[] = [];
   if (o.stalled) conditions.push(cond('Stalled', 'True', o.stalled, 'Failed to upgrade after 3 attempt(s)', T1));
   if (o.reconciling) conditions.push(cond('Reconciling', 'True', o.reconciling));
-  if (o.ready) conditions.push(cond('Ready', o.ready, o.reason ?? '', `ready ${o.reason}`));
+  // helm-controller's summarize() copies the Remediated condition into Ready when there is one.
+  if (o.ready) conditions.push(cond('Ready', o.ready, o.reason ?? '', o.remediated ? 'rolled back' : `ready ${o.reason}`));
   if (o.released) conditions.push(cond('Released', o.released[0], o.released[1], `released ${o.released[1]}`));
   if (o.test) conditions.push(cond('TestSuccess', o.test[0], o.test[1], `test ${o.test[1]}`));
-  if (o.remediated) conditions.push(cond('Remediated', 'True', 'RollbackSucceeded', 'rolled back'));
-  return object('helm.toolkit.fluxcd.io/v2', 'HelmRelease', { interval: '10m' }, {
+  if (o.remediated) conditions.push(cond('Remediated', 'True', o.reason === 'UninstallSucceeded' ? 'UninstallSucceeded' : 'RollbackSucceeded', 'rolled back'));
+  const spec = {
+    interval: '10m',
+    ...(o.chart ? { chart: { spec: { ...(o.chart.chart ? { chart: o.chart.chart } : {}), ...(o.chart.version ? { version: o.chart.version } : {}), sourceRef: { kind: o.chart.sourceKind ?? 'HelmRepository', name: 'src' } } } } : {}),
+    ...(o.chartRefKind ? { chartRef: { kind: o.chartRefKind, name: 'src' } } : {}),
+  };
+  return object('helm.toolkit.fluxcd.io/v2', 'HelmRelease', spec, {
     ...(o.attempted ? { lastAttemptedRevision: o.attempted } : {}),
+    ...(o.attemptedDigest ? { lastAttemptedRevisionDigest: o.attemptedDigest } : {}),
     ...(o.history
-      ? { history: o.history.map((h) => ({ chartName: 'app', chartVersion: h.chart, status: h.status, ...(h.testFailed ? { testHooks: { 't': { phase: 'Failed' } } } : {}) })) }
+      ? {
+          history: o.history.map((h) => ({
+            chartName: 'app',
+            chartVersion: h.chart,
+            status: h.status,
+            ...(h.ociDigest ? { ociDigest: h.ociDigest } : {}),
+            ...(h.testFailed ? { testHooks: { 't': { phase: 'Failed' } } } : {}),
+          })),
+        }
       : {}),
     conditions,
   });
 }
 
-function promotion(o: { phase: string; steps?: { as: string; uses: string; status?: string; startedAt?: string }[]; state?: Record<string, unknown>; currentStep?: number; images?: string[] }) {
+function promotion(o: { phase: string; steps?: { as: string; uses: string; status?: string; startedAt?: string }[]; state?: Record<string, unknown>; currentStep?: number; images?: string[]; annotations?: Record<string, string> }) {
   const steps = o.steps ?? [];
   return object(
     'kargo.akuity.io/v1alpha1',
@@ -175,6 +204,7 @@ function promotion(o: { phase: string; steps?: { as: string; uses: string; statu
       ...(o.state ? { state: o.state } : {}),
       ...(o.images ? { freight: { name: 'f1', images: o.images.map((i) => ({ repoURL: i.split(':')[0], tag: i.split(':')[1] })) } } : {}),
     },
+    o.annotations ? { annotations: o.annotations } : {},
   );
 }
 
@@ -235,15 +265,40 @@ function daemonSet(o: { onDelete?: boolean; desired?: number; updated?: number; 
   );
 }
 
-function pod(o: { phase?: string; waiting?: string; ready?: boolean; unschedulableSince?: string }) {
+function pod(o: { phase?: string; waiting?: string; ready?: boolean; unschedulableSince?: string; exitCode?: number; lastExitCode?: number; restarts?: number; initWaiting?: string }) {
+  const state = o.waiting
+    ? { waiting: { reason: o.waiting, message: `${o.waiting} message` } }
+    : o.exitCode !== undefined
+      ? { terminated: { exitCode: o.exitCode, reason: o.exitCode === 0 ? 'Completed' : 'Error', startedAt: T0, finishedAt: T1 } }
+      : { running: { startedAt: T0 } };
   return object('v1', 'Pod', { initContainers: [{ name: 'init', image: 'busybox:1' }], containers: [{ name: 'app', image: 'ghcr.io/acme/app:2.0.0' }] }, {
     phase: o.phase ?? 'Running',
     conditions: [
       ...(o.unschedulableSince ? [cond('PodScheduled', 'False', 'Unschedulable', '0/3 nodes are available: 3 Insufficient cpu.', o.unschedulableSince)] : []),
       cond('Ready', o.ready ? 'True' : 'False', o.ready ? '' : 'ContainersNotReady'),
     ],
-    containerStatuses: [{ name: 'app', ready: !!o.ready, restartCount: 3, state: o.waiting ? { waiting: { reason: o.waiting, message: `${o.waiting} message` } } : { running: { startedAt: T0 } } }],
+    ...(o.initWaiting ? { initContainerStatuses: [{ name: 'init', image: 'docker.io/library/busybox:1', ready: false, restartCount: 5, state: { waiting: { reason: o.initWaiting } } }] } : {}),
+    containerStatuses: [
+      {
+        name: 'app',
+        // the runtime's resolved name: failingImages must name the spec image instead
+        image: 'ghcr.io/acme/app@sha256:0000000000000000000000000000000000000000000000000000000000000000',
+        ready: !!o.ready,
+        restartCount: o.restarts ?? 3,
+        state,
+        ...(o.lastExitCode !== undefined ? { lastState: { terminated: { exitCode: o.lastExitCode, reason: 'Error' } } } : {}),
+      },
+    ],
   });
+}
+
+function experiment(phase: string | undefined, extra: Record<string, unknown> = {}) {
+  return object(
+    'argoproj.io/v1alpha1',
+    'Experiment',
+    { templates: [{ name: 'canary', template: podTemplate(['ghcr.io/acme/app:2.0.0']) }] },
+    phase === undefined ? undefined : { phase, conditions: [{ ...cond('Progressing', 'True', 'NewReplicaSetAvailable'), lastUpdateTime: T1 }], ...extra },
+  );
 }
 
 function job(o: { failed?: boolean; complete?: boolean; suspend?: boolean }) {
@@ -255,7 +310,8 @@ function job(o: { failed?: boolean; complete?: boolean; suspend?: boolean }) {
 
 // ---------- the table ----------
 
-type Row = [name: string, object: KubeObject, expected: Partial<Health> & Record<string, unknown>];
+// Expected values are partial all the way down (t.like), so nested objects need not be whole Health fields.
+type Row = [name: string, object: KubeObject, expected: { [K in keyof Health]?: unknown } & Record<string, unknown>];
 
 const rows: Row[] = [
   // Flagger Canary
@@ -266,7 +322,13 @@ const rows: Row[] = [
   ['canary Initialized is healthy', canary({ phase: 'Initialized' }), { state: 'healthy', reason: 'Initialized' }],
   ['canary Terminated is unknown', canary({ phase: 'Terminated' }), { state: 'unknown', reason: 'Terminated' }],
   ['canary Failed at weight 0 is an analysis failure', canary({ phase: 'Failed', weight: 0 }), { state: 'failed', reason: 'Failed', failureClass: 'analysis', terminal: true, since: T1_ISO }],
-  ['canary Failed at weight 100 (Flagger 1.44) is a promotion failure', canary({ phase: 'Failed', weight: 100 }), { state: 'failed', reason: 'PromotionFailed', failureClass: 'promotion', terminal: true }],
+  [
+    'canary Failed at weight 100 (Flagger 1.44) is a promotion failure with the revert hazard',
+    canary({ phase: 'Failed', weight: 100 }),
+    { state: 'failed', reason: 'PromotionFailed', failureClass: 'promotion', terminal: true, revertHazard: { kind: 'flagger-promotion-failure' } },
+  ],
+  ['canary Failed at any weight above 0 is a promotion failure (rollback() always records 0)', canary({ phase: 'Failed', weight: 50 }), { state: 'failed', reason: 'PromotionFailed', failureClass: 'promotion' }],
+  ['canary Failed at weight 0 has no revert hazard', canary({ phase: 'Failed', weight: 0 }), { state: 'failed', revertHazard: undefined }],
   ['canary Failed while the condition names Promoting is a promotion failure', canary({ phase: 'Failed', promotedReason: 'Promoting', promotedStatus: 'False' }), { state: 'failed', failureClass: 'promotion' }],
   ['canary Failed while the condition names Finalising is a promotion failure', canary({ phase: 'Failed', promotedReason: 'Finalising', promotedStatus: 'False' }), { state: 'failed', failureClass: 'promotion' }],
   ['canary since ignores status.lastTransitionTime', canary({ phase: 'Promoting', updatedAt: '2026-08-20T10:00:00Z', statusTransition: '2026-08-25T11:59:00Z' }), { since: '2026-08-20T10:00:00.000Z' }],
@@ -311,6 +373,20 @@ const rows: Row[] = [
   ['analysis run Error is a promotion failure (the provider broke)', analysisRun('Error'), { state: 'failed', failureClass: 'promotion' }],
   ['analysis run Inconclusive is suspended', analysisRun('Inconclusive'), { state: 'suspended' }],
 
+  // Argo Rollouts Experiment
+  ['experiment Failed is a terminal analysis failure', experiment('Failed'), { state: 'failed', reason: 'Failed', failureClass: 'analysis', terminal: true, since: T1_ISO, attempted: { images: ['ghcr.io/acme/app:2.0.0'] } }],
+  ['experiment Error is a terminal promotion failure', experiment('Error', { message: 'AnalysisTemplate verification failed' }), { state: 'failed', reason: 'Error', failureClass: 'promotion', terminal: true, message: 'AnalysisTemplate verification failed' }],
+  ['experiment Running is progressing', experiment('Running'), { state: 'progressing', reason: 'Running' }],
+  ['experiment Pending is progressing', experiment('Pending'), { state: 'progressing', reason: 'Pending' }],
+  ['experiment Successful is healthy', experiment('Successful'), { state: 'healthy', reason: 'Successful' }],
+  ['experiment Inconclusive is suspended', experiment('Inconclusive'), { state: 'suspended', reason: 'Inconclusive' }],
+  ['experiment without status is progressing', experiment(undefined), { state: 'progressing', reason: 'NotReconciled' }],
+  [
+    'experiment Failed names the failed analysis',
+    experiment('Failed', { analysisRuns: [{ name: 'success-rate', analysisRun: 'exp-1-success-rate', phase: 'Failed', message: 'metric "error-rate" assessed Failed' }] }),
+    { message: 'analysis success-rate (exp-1-success-rate) Failed: metric "error-rate" assessed Failed' },
+  ],
+
   // Argo CD Application
   ['application Healthy is healthy', application({ health: 'Healthy', revision: SHA_A }), { state: 'healthy', attempted: { sha: SHA_A } }],
   ['application Progressing is progressing', application({ health: 'Progressing' }), { state: 'progressing', since: T0_ISO }],
@@ -320,10 +396,16 @@ const rows: Row[] = [
   ['application Unknown is unknown', application({ health: 'Unknown' }), { state: 'unknown' }],
   ['application with a running sync is progressing', application({ health: 'Healthy', operationPhase: 'Running' }), { state: 'progressing', reason: 'SyncRunning', since: T0_ISO }],
   [
-    'application sync Failed is a terminal analysis failure at the synced revision',
-    application({ health: 'Healthy', operationPhase: 'Failed', finishedAt: T1, revision: SHA_B, history: [SHA_A, SHA_B] }),
+    'application sync Failed is a terminal analysis failure at the synced revision; the newest history entry is the last success',
+    application({ health: 'Healthy', operationPhase: 'Failed', finishedAt: T1, revision: SHA_B, history: [SHA_A] }),
     { state: 'failed', reason: 'SyncFailed', failureClass: 'analysis', terminal: true, since: T1_ISO, attempted: { sha: SHA_B }, lastSucceeded: { sha: SHA_A } },
   ],
+  [
+    'application re-sync of a revision that synced before failed: that revision is the last success too (history records only successful syncs)',
+    application({ health: 'Healthy', operationPhase: 'Failed', finishedAt: T1, revision: SHA_B, history: [SHA_A, SHA_B] }),
+    { state: 'failed', reason: 'SyncFailed', attempted: { sha: SHA_B }, lastSucceeded: { sha: SHA_B } },
+  ],
+  ['application sync Error is terminal', application({ health: 'Healthy', operationPhase: 'Error', finishedAt: T1 }), { state: 'failed', reason: 'SyncError', terminal: true }],
   ['application sync Error is a promotion failure', application({ health: 'Healthy', operationPhase: 'Error', finishedAt: T1 }), { state: 'failed', reason: 'SyncError', failureClass: 'promotion' }],
   [
     'application health older than the last sync is not yet trusted',
@@ -357,8 +439,18 @@ const rows: Row[] = [
     kustomization({ ready: 'False', reason: 'HealthCheckFailed', reconciling: 'ProgressingWithRetry', attempted: `main@sha1:${SHA_B}`, applied: `main@sha1:${SHA_A}` }),
     { state: 'failed', reason: 'HealthCheckFailed', failureClass: 'analysis', terminal: true, attempted: { sha: SHA_B }, lastSucceeded: { sha: SHA_A } },
   ],
-  ['kustomization BuildFailed is terminal', kustomization({ ready: 'False', reason: 'BuildFailed' }), { state: 'failed', terminal: true }],
-  ['kustomization ArtifactFailed is a non-terminal promotion failure', kustomization({ ready: 'False', reason: 'ArtifactFailed' }), { state: 'failed', failureClass: 'promotion', terminal: false }],
+  ['kustomization BuildFailed is a terminal analysis failure', kustomization({ ready: 'False', reason: 'BuildFailed' }), { state: 'failed', failureClass: 'analysis', terminal: true }],
+  ['kustomization legacy ValidationFailed is a terminal analysis failure', kustomization({ ready: 'False', reason: 'ValidationFailed' }), { state: 'failed', failureClass: 'analysis', terminal: true }],
+  [
+    'kustomization ArtifactFailed "kustomization path not found" is terminal (no retry of that revision and spec changes it), class promotion',
+    kustomization({ ready: 'False', reason: 'ArtifactFailed', message: 'kustomization path not found: stat /tmp/kustomization-1464362706/invalid: no such file or directory' }),
+    { state: 'failed', failureClass: 'promotion', terminal: true },
+  ],
+  [
+    'kustomization ArtifactFailed for a missing source artifact is a non-terminal promotion failure (the controller requeues; it heals)',
+    kustomization({ ready: 'False', reason: 'ArtifactFailed', message: 'Source artifact not found, retrying in 30s' }),
+    { state: 'failed', failureClass: 'promotion', terminal: false },
+  ],
   ['kustomization DependencyNotReady is progressing', kustomization({ ready: 'False', reason: 'DependencyNotReady' }), { state: 'progressing' }],
   ['kustomization Stalled is terminal', kustomization({ ready: 'False', reason: 'InvalidCELExpression', stalled: 'InvalidCELExpression' }), { state: 'failed', reason: 'InvalidCELExpression', terminal: true, since: T1_ISO }],
   ['kustomization suspended', kustomization({ ready: 'True', suspend: true }), { state: 'suspended' }],
@@ -377,8 +469,48 @@ const rows: Row[] = [
   [
     'helm release rolled back names the failed upgrade and is terminal once no retry is pending',
     helmRelease({ ready: 'False', reason: 'RollbackSucceeded', released: ['False', 'UpgradeFailed'], remediated: true }),
-    { state: 'failed', reason: 'RollbackSucceeded', terminal: true, message: 'ready RollbackSucceeded; UpgradeFailed: released UpgradeFailed' },
+    { state: 'failed', reason: 'RollbackSucceeded', failureClass: 'analysis', terminal: true, message: 'rolled back; UpgradeFailed: released UpgradeFailed' },
   ],
+  [
+    'helm release uninstalled after a failed install is a terminal failure',
+    helmRelease({ ready: 'False', reason: 'UninstallSucceeded', released: ['False', 'InstallFailed'], remediated: true }),
+    { state: 'failed', reason: 'UninstallSucceeded', terminal: true },
+  ],
+  [
+    'helm release rolled back with remediation retries left (Reconciling ProgressingWithRetry) is failed, not terminal: helm-controller upgrades again',
+    helmRelease({ ready: 'False', reason: 'RollbackSucceeded', released: ['False', 'UpgradeFailed'], remediated: true, reconciling: 'ProgressingWithRetry' }),
+    { state: 'failed', reason: 'RollbackSucceeded', terminal: false },
+  ],
+  [
+    'helm release chart built from a GitRepository: the +<12 hex> build suffix is the commit, chart and chartName kept',
+    helmRelease({
+      ready: 'False',
+      reason: 'UpgradeFailed',
+      attempted: '6.6.0+9F8E7D6C5B4A',
+      chart: { chart: 'podinfo', sourceKind: 'GitRepository' },
+      history: [{ chart: '6.6.0+9f8e7d6c5b4a', status: 'failed' }, { chart: '6.5.4+1a2b3c4d5e6f.3', status: 'superseded' }],
+    }),
+    {
+      attempted: { raw: '6.6.0+9F8E7D6C5B4A', chart: '6.6.0', chartName: 'podinfo', sha: '9f8e7d6c5b4a' },
+      lastSucceeded: { raw: '6.5.4+1a2b3c4d5e6f.3', chart: '6.5.4', chartName: 'app', sha: '1a2b3c4d5e6f' },
+    },
+  ],
+  [
+    'helm release from an OCIRepository: the build suffix is a digest, not a commit',
+    helmRelease({ ready: 'True', reason: 'UpgradeSucceeded', attempted: '6.6.1+0cc9a8446c95', attemptedDigest: 'sha256:0cc9a8446c95009ef382f5eade883a67c257f77d50f84e78ecef2aac9428d1e5', chartRefKind: 'OCIRepository' }),
+    { attempted: { raw: '6.6.1+0cc9a8446c95', chart: '6.6.1', sha: undefined } },
+  ],
+  [
+    'helm release history entry with an ociDigest: its suffix is not a commit, whatever the source',
+    helmRelease({ ready: 'True', reason: 'UpgradeSucceeded', history: [{ chart: '6.6.0+cdd538a0167e', status: 'deployed', ociDigest: 'sha256:cdd538a0167e4b51152b71a477e51eb6737553510ce8797dbcc537e1342311bb' }] }),
+    { lastSucceeded: { chart: '6.6.0', sha: undefined } },
+  ],
+  [
+    'helm release without lastAttemptedRevision attempts the exact spec version; a range is not a revision',
+    helmRelease({ ready: 'Unknown', reason: 'Progressing', reconciling: 'Progressing', chart: { chart: 'podinfo', version: '6.7.0' } }),
+    { attempted: { raw: '6.7.0', chart: '6.7.0', chartName: 'podinfo' } },
+  ],
+  ['helm release with a version range and no attempt has no attempted revision', helmRelease({ ready: 'Unknown', reason: 'Progressing', chart: { chart: 'podinfo', version: '6.5.*' } }), { attempted: undefined }],
   ['helm release TestFailed is an analysis failure', helmRelease({ ready: 'False', reason: 'TestFailed', test: ['False', 'TestFailed'] }), { state: 'failed', failureClass: 'analysis' }],
   [
     'helm release Stalled RetriesExceeded is terminal; the last success skips failed and test-failed releases',
@@ -409,6 +541,12 @@ const rows: Row[] = [
     { state: 'failed', attempted: undefined },
   ],
   ['promotion Aborted is unknown', promotion({ phase: 'Aborted' }), { state: 'unknown', reason: 'Aborted' }],
+  [
+    'promotion annotated kargo.akuity.io/rollback is the engine rollback (revert hazard)',
+    promotion({ phase: 'Failed', steps: [{ as: 'step-1', uses: 'fail', status: 'Failed' }], annotations: { 'kargo.akuity.io/rollback': 'true' } }),
+    { state: 'failed', revertHazard: { kind: 'engine-rollback' } },
+  ],
+  ['promotion with kargo.akuity.io/rollback other than "true" is not a rollback', promotion({ phase: 'Running', annotations: { 'kargo.akuity.io/rollback': 'false' } }), { state: 'progressing', revertHazard: undefined }],
   ['promotion freight images are attempted images', promotion({ phase: 'Running', images: ['ghcr.io/acme/app:2.0.0'] }), { attempted: { images: ['ghcr.io/acme/app:2.0.0'] } }],
 
   // Kargo Stage
@@ -445,12 +583,23 @@ const rows: Row[] = [
   ['replicaset short of ready is progressing', object('apps/v1', 'ReplicaSet', { replicas: 2, template: podTemplate(['a:1']) }, { replicas: 2, readyReplicas: 1, availableReplicas: 1 }), { state: 'progressing', attempted: { images: ['a:1'] } }],
 
   // Pod, Job
-  ['pod CrashLoopBackOff is failed', pod({ waiting: 'CrashLoopBackOff' }), { state: 'failed', reason: 'CrashLoopBackOff', failureClass: 'analysis', attempted: { images: ['busybox:1', 'ghcr.io/acme/app:2.0.0'] } }],
+  [
+    'pod CrashLoopBackOff is failed; failingImages is the failing container\'s spec image',
+    pod({ waiting: 'CrashLoopBackOff' }),
+    { state: 'failed', reason: 'CrashLoopBackOff', failureClass: 'analysis', attempted: { images: ['busybox:1', 'ghcr.io/acme/app:2.0.0'] }, failingImages: ['ghcr.io/acme/app:2.0.0'] },
+  ],
+  ['pod CreateContainerConfigError is failed', pod({ phase: 'Pending', waiting: 'CreateContainerConfigError' }), { state: 'failed', reason: 'CreateContainerConfigError', failingImages: ['ghcr.io/acme/app:2.0.0'] }],
+  ['pod InvalidImageName is failed', pod({ phase: 'Pending', waiting: 'InvalidImageName' }), { state: 'failed', reason: 'InvalidImageName', failingImages: ['ghcr.io/acme/app:2.0.0'] }],
+  ['pod container terminated non-zero after restarts is failed', pod({ exitCode: 1, restarts: 2 }), { state: 'failed', reason: 'Error', failingImages: ['ghcr.io/acme/app:2.0.0'] }],
+  ['pod container terminated non-zero without restarts is not yet failed', pod({ exitCode: 1, restarts: 0 }), { state: 'progressing', failingImages: undefined }],
+  ['pod running unready after a crash is failed (gitops-engine: Degraded)', pod({ lastExitCode: 137, restarts: 4 }), { state: 'failed', failingImages: ['ghcr.io/acme/app:2.0.0'] }],
+  ['pod init container in CrashLoopBackOff names the init image', pod({ phase: 'Pending', initWaiting: 'CrashLoopBackOff' }), { state: 'failed', reason: 'CrashLoopBackOff', failingImages: ['busybox:1'] }],
+  ['pod Failed with a non-zero exit names the image', pod({ phase: 'Failed', exitCode: 2, restarts: 0 }), { state: 'failed', terminal: true, failingImages: ['ghcr.io/acme/app:2.0.0'] }],
   ['pod ImagePullBackOff is failed', pod({ phase: 'Pending', waiting: 'ImagePullBackOff' }), { state: 'failed', reason: 'ImagePullBackOff' }],
   ['pod ErrImagePull is failed', pod({ phase: 'Pending', waiting: 'ErrImagePull' }), { state: 'failed', reason: 'ErrImagePull' }],
   ['pod unschedulable for long is a promotion failure', pod({ phase: 'Pending', unschedulableSince: T0 }), { state: 'failed', reason: 'Unschedulable', failureClass: 'promotion', since: T0_ISO }],
   ['pod unschedulable for a few seconds is progressing', pod({ phase: 'Pending', unschedulableSince: '2026-08-25T11:59:55Z' }), { state: 'progressing', reason: 'Unschedulable' }],
-  ['pod running and ready is healthy', pod({ ready: true }), { state: 'healthy' }],
+  ['pod running and ready is healthy', pod({ ready: true }), { state: 'healthy', failingImages: undefined }],
   ['pod Succeeded is healthy', pod({ phase: 'Succeeded' }), { state: 'healthy', reason: 'Completed' }],
   ['pod Failed is failed', pod({ phase: 'Failed' }), { state: 'failed' }],
   ['job Failed is terminal', job({ failed: true }), { state: 'failed', reason: 'BackoffLimitExceeded', terminal: true, since: T1_ISO, attempted: { images: ['ghcr.io/acme/migrate:3'] } }],
@@ -485,6 +634,7 @@ test('every kind family of the issue has its own assessor', (t) => {
     'flagger.app/Canary',
     'argoproj.io/Rollout',
     'argoproj.io/AnalysisRun',
+    'argoproj.io/Experiment',
     'argoproj.io/Application',
     'kustomize.toolkit.fluxcd.io/Kustomization',
     'helm.toolkit.fluxcd.io/HelmRelease',
@@ -514,6 +664,24 @@ const revisions: [string, Record<string, unknown>][] = [
   ['6.5.4', { sha: undefined, ref: undefined }],
   ['', { sha: undefined }],
 ];
+
+const chartVersions: [raw: string, source: ChartSuffixSource, expected: Record<string, unknown>][] = [
+  ['6.5.4', 'unknown', { chart: '6.5.4', sha: undefined }],
+  ['6.5.4+1a2b3c4d5e6f', 'git', { chart: '6.5.4', sha: '1a2b3c4d5e6f' }],
+  ['6.5.4+1A2B3C4D5E6F', 'unknown', { chart: '6.5.4', sha: '1a2b3c4d5e6f' }],
+  ['6.5.4+1a2b3c4d5e6f.7', 'git', { chart: '6.5.4', sha: '1a2b3c4d5e6f' }],
+  ['6.5.4+7', 'git', { chart: '6.5.4', sha: undefined }],
+  ['6.5.4+1a2b3c4d5e6f', 'not-git', { chart: '6.5.4', sha: undefined }],
+  ['6.5.4-rc.1+abc', 'unknown', { chart: '6.5.4-rc.1', sha: undefined }],
+];
+
+for (const [raw, source, expected] of chartVersions) {
+  test(`parseChartVersion(${JSON.stringify(raw)}, ${source})`, (t) => {
+    const revision = parseChartVersion(raw, source);
+    t.is(revision.raw, raw, 'raw keeps the original');
+    for (const [key, value] of Object.entries(expected)) t.is((revision as Record<string, unknown>)[key], value, key);
+  });
+}
 
 for (const [raw, expected] of revisions) {
   test(`parseRevision(${JSON.stringify(raw)})`, (t) => {

@@ -234,5 +234,63 @@ function lastMeasurementTime(status: Record<string, unknown>): string | undefine
   return latest(...measurementTimes(status, 'finishedAt'));
 }
 
+/**
+ * Experiment (argoproj.io/v1alpha1). `status.phase` is an AnalysisPhase that "takes into
+ * consideration ReplicaSet degradations and AnalysisRun statuses" (argo-rollouts
+ * pkg/apis/rollouts/v1alpha1/experiment_types.go). Failed/Error → failed and terminal (a Rollout's
+ * experiment step then aborts it); Pending/Running → progressing; Successful → healthy, as Argo CD's
+ * resource_customizations/argoproj.io/Experiment/health.lua; Inconclusive → suspended, as for an
+ * AnalysisRun (Argo CD's Lua gives no status for it). Without status → progressing.
+ */
+export function assessExperiment(object: KubeObject): Health {
+  const images: string[] = [];
+  for (const template of arr(rec(object.spec).templates)) {
+    for (const image of podSpecImages(rec(rec(template).template).spec)) if (!images.includes(image)) images.push(image);
+  }
+  return health({ ...experimentHealth(object), ...(images.length > 0 ? { attempted: { images } } : {}) });
+}
+
+function experimentHealth(object: KubeObject): Health {
+  if (isTerminating(object)) return terminating(object);
+  const status = rec(object.status);
+  if (object.status === undefined || object.status === null) {
+    return health({ state: 'progressing', reason: 'NotReconciled', message: 'waiting for the experiment status to be reconciled' });
+  }
+  const phase = str(status.phase) ?? 'Pending';
+  const message = str(status.message) ?? experimentCause(status) ?? '';
+  const list = conditions(object);
+  const since = latest(...list.map((c) => c.lastUpdateTime ?? c.lastTransitionTime), isoTime(status.availableAt));
+  switch (phase) {
+    case 'Pending':
+    case 'Running':
+      return health({ state: 'progressing', reason: phase, message: message || `experiment ${phase.toLowerCase()}`, since });
+    case 'Successful':
+      return health({ state: 'healthy', reason: 'Successful', message: message || 'experiment successful', since });
+    case 'Failed':
+      return health({ state: 'failed', reason: 'Failed', message: message || 'experiment failed', since, failureClass: 'analysis', terminal: true });
+    case 'Error':
+      // As for an AnalysisRun: the experiment could not run (a template or a provider broke), the revision was not judged.
+      return health({ state: 'failed', reason: 'Error', message: message || 'experiment errored', since, failureClass: 'promotion', terminal: true });
+    case 'Inconclusive':
+      return health({ state: 'suspended', reason: 'Inconclusive', message: message || 'experiment inconclusive', since });
+    default:
+      return health({ state: 'unknown', reason: 'UnknownPhase', message: `unknown experiment phase ${JSON.stringify(phase)}` });
+  }
+}
+
+/** The analysis run or template that did not succeed, for the message. */
+function experimentCause(status: Record<string, unknown>): string | undefined {
+  for (const run of arr(status.analysisRuns).map(rec)) {
+    const phase = str(run.phase);
+    if (phase === 'Failed' || phase === 'Error' || phase === 'Inconclusive') return `analysis ${str(run.name) ?? ''} (${str(run.analysisRun) ?? ''}) ${phase}${str(run.message) ? `: ${str(run.message)}` : ''}`;
+  }
+  for (const template of arr(status.templateStatuses).map(rec)) {
+    const s = str(template.status);
+    if (s === 'Failed' || s === 'Error') return `template ${str(template.name) ?? ''} ${s}${str(template.message) ? `: ${str(template.message)}` : ''}`;
+  }
+  return undefined;
+}
+
 registerAssessor('argoproj.io/Rollout', assessRollout);
+registerAssessor('argoproj.io/Experiment', assessExperiment);
 registerAssessor('argoproj.io/AnalysisRun', assessAnalysisRun);

@@ -5,9 +5,13 @@
  * - Time in phase comes from the `Promoted` condition's `lastUpdateTime` (stamped when its
  *   status/reason change, and its reason is the phase). `status.lastTransitionTime` is rewritten
  *   on nearly every tick, even while Failed, so it is never used.
- * - Failed with `canaryWeight` at the total weight (Flagger ≥ 1.44, PR #1931): analysis passed but
- *   the primary did not become ready; traffic stays on the canary → failure class `promotion`.
- *   A normal analysis failure routes everything back to the primary (`canaryWeight: 0`).
+ * - Failed with `canaryWeight` > 0 (Flagger ≥ 1.44, PR #1931): analysis passed but the primary did
+ *   not become ready; `handleFailedPromotion` routes all traffic to the canary and records Failed with
+ *   the canary's weight → failure class `promotion`. `rollback()`, the ordinary analysis failure,
+ *   always records `canaryWeight: 0` (fluxcd/flagger pkg/controller/scheduler.go v1.44.0).
+ *   The Promoted condition then still says "Canary analysis failed, Deployment scaled to zero."
+ *   (`MakeStatusConditions` in pkg/canary/status.go was not changed), which is untrue here: it is not
+ *   repeated in the Health message.
  */
 import type { KubeObject } from '../observe/types.ts';
 import { registerAssessor } from './registry.ts';
@@ -25,9 +29,6 @@ const PROGRESSING_PHASES: Record<string, string> = {
   Terminating: 'canary deleted: reverting the target',
 };
 
-/** Flagger routes weights out of 100 (handleFailedPromotion sets the canary to the full weight). */
-const TOTAL_WEIGHT = 100;
-
 /** Promotion-failure phases: a Failed canary whose Promoted condition still names them failed after analysis passed. */
 const PROMOTION_PHASES = new Set(['Promoting', 'Finalising']);
 
@@ -44,17 +45,19 @@ export function assessCanary(object: KubeObject): Health {
     return health({ state: 'healthy', reason: phase, message: message || `canary ${phase.toLowerCase()}`, since });
   }
   if (phase === 'Failed') {
-    const promotion = isPromotionFailure(object, weight, promoted);
-    return health({
-      state: 'failed',
-      reason: promotion ? 'PromotionFailed' : 'Failed',
-      message: promotion
-        ? `promotion failed after analysis passed: primary not ready, canary kept at weight ${weight}${message ? ` (${message})` : ''}`
-        : message || 'canary analysis failed',
-      since,
-      failureClass: promotion ? 'promotion' : 'analysis',
-      terminal: true,
-    });
+    if (isPromotionFailure(object, weight, promoted)) {
+      const detail = message && !FLAGGER_FAILED_TEXT.test(message) ? ` (${message})` : '';
+      return health({
+        state: 'failed',
+        reason: 'PromotionFailed',
+        message: `promotion failed after analysis passed: the primary is not ready and Flagger keeps the canary serving${weight > 0 ? ` at weight ${weight}` : ''}${detail}`,
+        since,
+        failureClass: 'promotion',
+        terminal: true,
+        revertHazard: PROMOTION_FAILURE_HAZARD,
+      });
+    }
+    return health({ state: 'failed', reason: 'Failed', message: message || 'canary analysis failed', since, failureClass: 'analysis', terminal: true });
   }
   if (phase === 'Terminated') {
     // Deleted with revertOnDeletion: says nothing about a revision.
@@ -72,11 +75,29 @@ function promotedSince(promoted: Condition | undefined): string | undefined {
   return promoted ? (promoted.lastUpdateTime ?? promoted.lastTransitionTime) : undefined;
 }
 
+/** The Promoted condition's text for every Failed canary (pkg/canary/status.go `MakeStatusConditions`). */
+const FLAGGER_FAILED_TEXT = /^Canary analysis failed, \S+ scaled to zero\.?$/;
+
+/**
+ * Checked in fluxcd/flagger pkg/controller/scheduler.go (v1.44.0, `advanceCanary`): a new revision
+ * of the target (a revert) makes `shouldAdvance` true; `IsPrimaryReady` still fails without retry
+ * (ProgressDeadlineExceeded); the phase is now Failed, not Promoting/Finalising, so the ordinary
+ * `rollback()` runs instead of `handleFailedPromotion`: it routes 100 % to the primary and scales
+ * the canary to zero.
+ */
+const PROMOTION_FAILURE_HAZARD: NonNullable<Health['revertHazard']> = {
+  kind: 'flagger-promotion-failure',
+  message:
+    'Flagger keeps the canary serving all traffic after this failed promotion; while the primary is not ready, a new revision (the revert) makes Flagger take its ordinary rollback() path, which routes all traffic to the broken primary and scales the healthy canary to zero (fluxcd/flagger pkg/controller/scheduler.go advanceCanary, v1.44.0).',
+};
+
 function isPromotionFailure(object: KubeObject, weight: number, promoted: Condition | undefined): boolean {
-  if (weight >= TOTAL_WEIGHT) return true;
+  // rollback() always records weight 0; only handleFailedPromotion leaves a Failed canary with traffic.
+  if (weight > 0) return true;
   // A failure reported while the condition still names a promotion phase (captured mid-transition).
   if (promoted && PROMOTION_PHASES.has(promoted.reason)) return true;
-  return /promotion .*failed|primary not ready/i.test(str(rec(object.status).message) ?? '');
+  // The Warning event "Promotion of <name>.<ns> failed, primary not ready: …" (handleFailedPromotion).
+  return [str(rec(object.status).message), promoted?.message].some((m) => m !== undefined && /promotion .*failed|primary not ready/i.test(m));
 }
 
 registerAssessor('flagger.app/Canary', assessCanary);

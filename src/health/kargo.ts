@@ -10,11 +10,16 @@
  *   step that published it (push, merge or wait-for-PR) and succeeded: a local `git-commit`
  *   whose push failed is not in the repository.
  * - A Stage's `freightHistory[0]` is only advanced by successful promotions: the last-known-good.
+ * - Kargo's own rollbacks (Kargo EE auto-rollback, v1.11): a rollback Promotion carries the
+ *   annotation `kargo.akuity.io/rollback: "true"` (akuity/kargo api/v1alpha1/annotations.go
+ *   `AnnotationKeyRollback`; pkg/promotion/promotion.go turns it into `ctx.meta.promotion.rollback`).
+ *   Its Health carries `revertHazard: engine-rollback`: a git revert would duel with it, and Kargo
+ *   does not roll back a failed rollback, so neither should lastgood.
  */
 import type { KubeObject } from '../observe/types.ts';
 import { registerAssessor } from './registry.ts';
 import { parseRevision } from './revision.ts';
-import { arr, conditions, conditionSince, findCondition, health, isoTime, isTerminating, isTrue, num, rec, str, terminating } from './status.ts';
+import { arr, conditions, conditionSince, findCondition, health, isoTime, isTerminating, isTrue, metadataOf, num, rec, str, terminating } from './status.ts';
 import type { Health, Revision } from './types.ts';
 
 type Rec = Record<string, unknown>;
@@ -31,9 +36,24 @@ interface Step {
   message?: string;
 }
 
+/** akuity/kargo api/v1alpha1/annotations.go: `AnnotationKeyRollback` with `AnnotationValueTrue`. */
+const ROLLBACK_ANNOTATION = 'kargo.akuity.io/rollback';
+
 export function assessPromotion(object: KubeObject): Health {
   const attempted = promotionRevision(object);
-  return health({ ...promotionHealth(object), ...(attempted ? { attempted } : {}) });
+  const rollback = str(rec(metadataOf(object).annotations)[ROLLBACK_ANNOTATION]) === 'true';
+  return health({
+    ...promotionHealth(object),
+    ...(attempted ? { attempted } : {}),
+    ...(rollback
+      ? {
+          revertHazard: {
+            kind: 'engine-rollback' as const,
+            message: `this Promotion is Kargo's own rollback (annotation ${ROLLBACK_ANNOTATION}: "true", Kargo EE auto-rollback): a git revert would duel with it, and Kargo does not roll back a failed rollback`,
+          },
+        }
+      : {}),
+  });
 }
 
 function promotionHealth(object: KubeObject): Health {
@@ -149,7 +169,29 @@ export function assessStage(object: KubeObject): Health {
   const attemptedImages = freightImages(rec(lastPromotion.freight));
   const attempted: Revision | undefined = attemptedImages.length > 0 ? { raw: str(rec(lastPromotion.freight).name), images: attemptedImages } : undefined;
   if (attempted && attempted.raw === undefined) delete attempted.raw;
-  return health({ ...assessed, ...(attempted ? { attempted } : {}), ...(lastSucceeded ? { lastSucceeded } : {}) });
+  const rollback = stageRollbackInFlight(status);
+  return health({ ...assessed, ...(attempted ? { attempted } : {}), ...(lastSucceeded ? { lastSucceeded } : {}), ...(rollback ? { revertHazard: rollback } : {}) });
+}
+
+/**
+ * A Stage names no rollback flag: `status.currentPromotion` is a PromotionReference (name, freight,
+ * status, finishedAt), without the Promotion's annotations (akuity/kargo api/v1alpha1/stage_types.go).
+ * Kargo EE records each origin's last verified Freight in `status.metadata.stableFreight`
+ * ("Warehouse/<name>": <freight name>) and rolls back by promoting it (docs
+ * 50-user-guide/20-how-to-guides/20-working-with-projects.md "Auto-Rollback"): a running promotion
+ * of that Freight is read as a rollback in flight. A person promoting the stable Freight by hand is
+ * a rollback as well, and a revert must not race it either.
+ */
+function stageRollbackInFlight(status: Rec): Health['revertHazard'] {
+  const current = rec(status.currentPromotion);
+  const freight = str(rec(current.freight).name);
+  if (!freight) return undefined;
+  const stable = Object.entries(rec(rec(status.metadata).stableFreight)).find(([, name]) => str(name) === freight);
+  if (!stable) return undefined;
+  return {
+    kind: 'engine-rollback',
+    message: `Kargo is promoting ${stable[0]}'s stable Freight ${freight} (status.metadata.stableFreight) in Promotion ${str(current.name) ?? '?'}: a rollback is in flight, and a git revert would race it`,
+  };
 }
 
 function freightRevision(collection: Rec): Revision | undefined {

@@ -56,3 +56,34 @@ function shortRef(ref: string): string {
 export function revisionOf(value: unknown): Revision | undefined {
   return typeof value === 'string' && value.trim() !== '' ? parseRevision(value) : undefined;
 }
+
+/**
+ * Where a Helm chart's `+<metadata>` build suffix came from, which decides what it means:
+ * - `git`: source-controller builds charts from a GitRepository with reconcileStrategy Revision as
+ *   `<version>+<first 12 hex of the commit>` (`.<generation>` appended when valuesFiles are set),
+ *   fluxcd/source-controller internal/controller/helmchart_controller.go (`rev = rev[0:12]`);
+ * - `not-git`: helm-controller appends the first 12 hex of an OCIRepository/ExternalArtifact digest,
+ *   source-controller those of a Bucket digest, a HelmRepository chart keeps its author's metadata
+ *   (fluxcd/helm-controller internal/controller/helmrelease_controller.go `mutateChartWithSourceRevision`);
+ * - `unknown`: the object does not say (events, history entries alone): a 12-hex suffix is read as a
+ *   commit, the common case; OCI charts leave a digest trace (`ociDigest`, `lastAttemptedRevisionDigest`,
+ *   event `oci-digest`) that callers pass as `not-git`.
+ */
+export type ChartSuffixSource = 'git' | 'not-git' | 'unknown';
+
+/**
+ * A HelmRelease chart version as a Revision: `chart` is the version without its build metadata,
+ * `sha` the commit a chart built from git carries, `raw` the original ("6.5.4+1a2b3c4d5e6f").
+ */
+export function parseChartVersion(raw: string, suffix: ChartSuffixSource = 'unknown', chartName?: string): Revision {
+  const text = raw.trim();
+  const plus = text.indexOf('+');
+  const revision: Revision = { raw };
+  revision.chart = plus >= 0 ? text.slice(0, plus) : text;
+  if (chartName) revision.chartName = chartName;
+  if (plus >= 0 && suffix !== 'not-git') {
+    const first = text.slice(plus + 1).split('.')[0] ?? '';
+    if (/^[0-9a-f]{12}$/i.test(first)) revision.sha = first.toLowerCase();
+  }
+  return revision;
+}

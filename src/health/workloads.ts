@@ -199,31 +199,74 @@ export function assessPod(object: KubeObject, now: Date): Health {
   return health({ ...podHealth(object, now), ...(images.length > 0 ? { attempted: { images } } : {}) });
 }
 
+interface FailingContainer {
+  name: string;
+  /** the image as the pod spec names it (not the resolved `imageID`): what git holds */
+  image?: string;
+  reason: string;
+  message: string;
+}
+
+/**
+ * The containers (init containers first) that cannot run their image as configured: waiting with a
+ * broken reason, or terminated with a non-zero exit code after restarts (between two CrashLoopBackOff
+ * waits), or running unready after such a crash (gitops-engine pkg/health/health_pod.go calls that
+ * Degraded). In a pod whose phase is Failed, any non-zero exit counts.
+ */
+function failingContainers(object: KubeObject, podFailed: boolean): FailingContainer[] {
+  const spec = rec(object.spec);
+  const status = rec(object.status);
+  const specImage = (name: string, list: unknown): string | undefined => str(rec(arr(list).find((c) => str(rec(c).name) === name)).image);
+  const out: FailingContainer[] = [];
+  for (const [statuses, specList] of [[status.initContainerStatuses, spec.initContainers], [status.containerStatuses, spec.containers]] as const) {
+    for (const entry of arr(statuses)) {
+      const container = rec(entry);
+      const name = str(container.name) ?? 'container';
+      const image = specImage(name, specList) ?? str(container.image);
+      const state = rec(container.state);
+      const restarts = num(container.restartCount) ?? 0;
+      const waiting = rec(state.waiting);
+      const waitingReason = str(waiting.reason);
+      const terminated = rec(state.terminated);
+      const lastTerminated = rec(rec(container.lastState).terminated);
+      const exitCode = num(terminated.exitCode);
+      const lastExitCode = num(lastTerminated.exitCode);
+      let failure: Omit<FailingContainer, 'name' | 'image'> | undefined;
+      if (waitingReason && BROKEN_WAITING_REASONS.has(waitingReason)) {
+        failure = { reason: waitingReason, message: str(waiting.message) ?? waitingReason };
+      } else if (exitCode !== undefined && exitCode !== 0 && (restarts > 0 || podFailed)) {
+        failure = { reason: str(terminated.reason) ?? 'Error', message: str(terminated.message) ?? `exited with code ${exitCode}${restarts > 0 ? ` after ${restarts} restarts` : ''}` };
+      } else if (state.running !== undefined && container.ready !== true && lastExitCode !== undefined && lastExitCode !== 0 && restarts > 0) {
+        failure = { reason: str(lastTerminated.reason) ?? 'Error', message: `running again after exiting with code ${lastExitCode} (${restarts} restarts), not ready` };
+      }
+      if (failure) out.push({ name, ...(image ? { image } : {}), ...failure });
+    }
+  }
+  return out;
+}
+
 function podHealth(object: KubeObject, now: Date): Health {
   if (isTerminating(object)) return terminating(object);
   const status = rec(object.status);
   const phase = str(status.phase) ?? 'Pending';
   const list = conditions(object);
   if (phase === 'Succeeded') return health({ state: 'healthy', reason: 'Completed', message: str(status.message) ?? 'pod completed' });
+  const failing = failingContainers(object, phase === 'Failed');
+  const failingImages = [...new Set(failing.map((c) => c.image).filter((i): i is string => i !== undefined))];
   if (phase === 'Failed') {
-    return health({ state: 'failed', reason: str(status.reason) ?? 'PodFailed', message: str(status.message) ?? 'pod failed', failureClass: 'analysis', terminal: true });
+    const first = failing[0];
+    return health({
+      state: 'failed',
+      reason: str(status.reason) ?? 'PodFailed',
+      message: str(status.message) ?? (first ? `${first.name}: ${first.message}` : 'pod failed'),
+      failureClass: 'analysis',
+      terminal: true,
+      failingImages,
+    });
   }
-  for (const statuses of [status.initContainerStatuses, status.containerStatuses]) {
-    for (const entry of arr(statuses)) {
-      const container = rec(entry);
-      const waiting = rec(rec(container.state).waiting);
-      const reason = str(waiting.reason);
-      if (reason && BROKEN_WAITING_REASONS.has(reason)) {
-        const name = str(container.name) ?? 'container';
-        return health({
-          state: 'failed',
-          reason,
-          message: `${name}: ${str(waiting.message) ?? reason}`,
-          since: podConditionSince(list, 'Ready'),
-          failureClass: 'analysis',
-        });
-      }
-    }
+  const first = failing[0];
+  if (first) {
+    return health({ state: 'failed', reason: first.reason, message: `${first.name}: ${first.message}`, since: podConditionSince(list, 'Ready'), failureClass: 'analysis', failingImages });
   }
   const scheduled = findCondition(list, 'PodScheduled');
   if (phase === 'Pending' && scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {

@@ -13,6 +13,11 @@
  *
  * The event becomes a Canary whose status carries the phase and a `Promoted` condition with the
  * event's message and time, which is what the Canary assessor reads.
+ *
+ * Flagger ≥ 1.44 records the Warning "Promotion of <target>.<ns> failed, primary not ready: <err>"
+ * in `handleFailedPromotion` before it syncs the status, so the payload's `phase` is still
+ * `Promoting` or `Finalising` (webhook.go `CallEventWebhook` sends `r.Status.Phase`): that event is
+ * the failed promotion, and becomes a Canary in phase Failed (fluxcd/flagger pkg/controller/scheduler.go).
  */
 import { z } from 'zod';
 import type { KubeObject } from './types.ts';
@@ -48,9 +53,20 @@ function numberFrom(top: number | undefined, meta: string | undefined): number |
   return meta !== undefined && /^\d+$/.test(meta) ? Number(meta) : undefined;
 }
 
+/** handleFailedPromotion's Warning: "Promotion of <target>.<namespace> failed, primary not ready: <err>". */
+const PROMOTION_FAILED = /^Promotion of \S+ failed, primary not ready/;
+
+/** The phase the event stands for: a failed-promotion Warning is Failed whatever phase it was sent in. */
+function eventPhase(e: FlaggerEventPayload): string {
+  const message = e.metadata?.eventMessage ?? '';
+  if (e.metadata?.eventType !== 'Normal' && PROMOTION_FAILED.test(message)) return 'Failed';
+  return e.phase;
+}
+
 export function flaggerObject(e: FlaggerEventPayload): KubeObject {
   const time = flaggerTime(e.metadata);
-  const promoted = ['Succeeded', 'Initialized'].includes(e.phase) ? 'True' : e.phase === 'Failed' ? 'False' : 'Unknown';
+  const phase = eventPhase(e);
+  const promoted = ['Succeeded', 'Initialized'].includes(phase) ? 'True' : phase === 'Failed' ? 'False' : 'Unknown';
   const weight = numberFrom(e.canaryWeight, e.metadata?.canaryWeight);
   const failedChecks = numberFrom(e.failedChecks, e.metadata?.failedChecks);
   const iterations = numberFrom(e.iterations, e.metadata?.iterations);
@@ -59,13 +75,13 @@ export function flaggerObject(e: FlaggerEventPayload): KubeObject {
     kind: 'Canary',
     metadata: { name: e.name, namespace: e.namespace },
     status: {
-      phase: e.phase,
+      phase,
       ...(weight !== undefined ? { canaryWeight: weight } : {}),
       ...(failedChecks !== undefined ? { failedChecks } : {}),
       ...(iterations !== undefined ? { iterations } : {}),
       conditions: [
         {
-          type: 'Promoted', status: promoted, reason: e.phase, message: e.metadata?.eventMessage ?? '',
+          type: 'Promoted', status: promoted, reason: phase, message: e.metadata?.eventMessage ?? '',
           ...(time ? { lastUpdateTime: time, lastTransitionTime: time } : {}),
         },
       ],

@@ -13,6 +13,14 @@
  * an `error` event → `Ready=False` with the event's reason and message, and the revision as
  * `lastAttemptedRevision`; an `info` event → `Ready=True` (`lastAppliedRevision` too), or
  * `Ready=Unknown` + `Reconciling=True` for the reasons Flux uses while it is still working.
+ *
+ * helm-controller's remediation events are `info` but report a failed release
+ * (fluxcd/helm-controller internal/reconcile/rollback_remediation.go, uninstall_remediation.go):
+ * `RollbackSucceeded` carries the chart version of the previous release it rolled back to
+ * (`eventMeta(prev.ChartVersion, …)`), so the revision is the last success, not the attempt;
+ * `UninstallSucceeded` carries the version of the failed release it removed (`cur.ChartVersion`).
+ * Both become `Ready=False` with `Remediated=True`. An `oci-digest` key marks an OCI chart, whose
+ * `+<suffix>` is a digest, not a commit.
  */
 import { z } from 'zod';
 import type { KubeObject } from './types.ts';
@@ -67,6 +75,14 @@ export function fluxRevision(metadata: Record<string, string> | undefined): stri
   return key ? metadata[key] : undefined;
 }
 
+/** A metadata value by its plain key or its group-prefixed form ("helm.toolkit.fluxcd.io/oci-digest"). */
+function metadataValue(metadata: Record<string, string> | undefined, key: string): string | undefined {
+  if (!metadata) return undefined;
+  if (metadata[key]) return metadata[key];
+  const prefixed = Object.keys(metadata).find((k) => k.endsWith(`/${key}`));
+  return prefixed ? metadata[prefixed] : undefined;
+}
+
 export function fluxObject(event: FluxEventPayload): KubeObject {
   const { involvedObject: io } = event;
   const revision = fluxRevision(event.metadata);
@@ -74,9 +90,20 @@ export function fluxObject(event: FluxEventPayload): KubeObject {
   const condition = (type: string, status: string) => ({ type, status, reason: event.reason, message: event.message, ...(time ? { lastTransitionTime: time } : {}) });
   let conditions;
   const status: Record<string, unknown> = {};
-  if (event.severity === 'error') {
+  const ociDigest = metadataValue(event.metadata, 'oci-digest');
+  if (io.kind === 'HelmRelease' && (event.reason === 'RollbackSucceeded' || event.reason === 'UninstallSucceeded')) {
+    conditions = [condition('Ready', 'False'), condition('Remediated', 'True')];
+    if (revision && event.reason === 'RollbackSucceeded') {
+      // The release rolled back to, as helm-controller records it in its history (newest first).
+      status.history = [{ chartVersion: revision, status: 'deployed', ...(ociDigest ? { ociDigest } : {}) }];
+    } else if (revision) {
+      status.lastAttemptedRevision = revision;
+      if (ociDigest) status.lastAttemptedRevisionDigest = ociDigest;
+    }
+  } else if (event.severity === 'error') {
     conditions = [condition('Ready', 'False')];
     if (revision) status.lastAttemptedRevision = revision;
+    if (revision && ociDigest && io.kind === 'HelmRelease') status.lastAttemptedRevisionDigest = ociDigest;
   } else if (PROGRESSING_REASONS.has(event.reason)) {
     conditions = [condition('Ready', 'Unknown'), condition('Reconciling', 'True')];
     if (revision) status.lastAttemptedRevision = revision;
