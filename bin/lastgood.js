@@ -2,8 +2,9 @@
 // Launcher: lastgood runs its TypeScript source with Node 24's type stripping. On an older
 // system Node, re-run with the Node 24 that the project installs as a dependency (the `node`
 // package), so `npx lastgood` works on a machine whose own Node is 20.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -20,6 +21,19 @@ if (major >= 24) {
     process.exit(2);
   }
   const self = fileURLToPath(import.meta.url);
-  const result = spawnSync(node, [self, ...process.argv.slice(2)], { stdio: 'inherit' });
-  process.exit(result.status ?? 3);
+  const child = spawn(node, [self, ...process.argv.slice(2)], { stdio: 'inherit' });
+  // A signal to the launcher goes to the child: ending only the launcher would leave the child
+  // running (and writing a revert) with no one waiting for it.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(signal, () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    });
+  }
+  child.on('error', (error) => {
+    process.stderr.write(`lastgood: cannot start ${node}: ${error.message}\n`);
+    process.exit(3);
+  });
+  child.on('exit', (code, signal) => {
+    process.exit(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : 3));
+  });
 }

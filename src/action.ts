@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as core from '@actions/core';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { formatDuration, parseDuration } from './config/duration.ts';
 import { loadConfig } from './config/load.ts';
 import { resolveTarget, type Config, type ResolvedTarget } from './config/schema.ts';
@@ -25,12 +25,14 @@ import { decide } from './decide/decide.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
 import { check, exitCodeFor, revertTarget, run, selectTargets, type Report, type TargetOutcome } from './engine.ts';
-import { InputError, LastgoodError, redact, registerSecret } from './errors.ts';
+import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
 import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
 import type { ResourceRef } from './observe/kube.ts';
 import { readSnapshots } from './observe/snapshot.ts';
 import { groupKind, type Observed } from './observe/types.ts';
+import { makeLogger as logger } from './report/log.ts';
+import { redact } from './report/scrub.ts';
 import { reportJson } from './report/text.ts';
 import { primaryOutcome, renderSummary } from './report/summary.ts';
 import type { DeliveryMode, RepoBackend } from './repo/types.ts';
@@ -164,8 +166,7 @@ function commitLinks(config: Config): ((sha: string) => string) | undefined {
 
 function makeLogger(): Logger {
   // people read core.info lines and the summary; pino's JSON lines are for step debug logging (ACTIONS_STEP_DEBUG)
-  const level = process.env.LASTGOOD_LOG_LEVEL ?? (core.isDebug() ? 'debug' : 'warn');
-  return pino({ level, base: undefined, redact: ['token', '*.token'] }, pino.destination(2));
+  return logger(process.env.LASTGOOD_LOG_LEVEL ?? (core.isDebug() ? 'debug' : 'warn'));
 }
 
 interface RunContext {
@@ -226,7 +227,7 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
     ctx.log.debug({ pending: pending.map((t) => t.name), elapsedMs: Date.now() - started }, 'observed targets');
     const line = pending.map((t) => `${t.name}: ${summaries.get(t.name)}`).join('; ');
     if (pending.length > 0 && (line !== lastLine || Date.now() - lastPrinted > 60_000)) {
-      core.info(`waiting (${formatDuration(Date.now() - started)} of ${formatDuration(waitMs)}): ${line}`);
+      core.info(redact(`waiting (${formatDuration(Date.now() - started)} of ${formatDuration(waitMs)}): ${line}`));
       lastLine = line;
       lastPrinted = Date.now();
     }
@@ -265,30 +266,32 @@ async function whenStuck(ctx: RunContext, target: ResolvedTarget, outcome: Targe
 function setOutputs(report: Report): TargetOutcome | undefined {
   const main = primaryOutcome(report);
   const pr = main?.pullRequest ? /\/pull\/(\d+)/.exec(main.pullRequest)?.[1] : undefined;
-  core.setOutput('verdict', main?.verdict ?? 'none');
-  core.setOutput('action', main?.action ?? 'none');
-  core.setOutput('target', main?.name ?? '');
-  core.setOutput('bad-revision', main?.bad[0] ?? '');
-  core.setOutput('last-known-good', main?.lastKnownGood ?? '');
-  core.setOutput('commit', main?.commit ?? '');
-  core.setOutput('pull-request-url', main?.pullRequest ?? '');
-  core.setOutput('pull-request-number', pr ?? '');
-  core.setOutput('report', reportJson(report).trim());
+  // outputs are files other steps read: scrubbed (the runner's masking covers only its log)
+  const output = (name: string, value: string) => core.setOutput(name, redact(value));
+  output('verdict', main?.verdict ?? 'none');
+  output('action', main?.action ?? 'none');
+  output('target', main?.name ?? '');
+  output('bad-revision', main?.bad[0] ?? '');
+  output('last-known-good', main?.lastKnownGood ?? '');
+  output('commit', main?.commit ?? '');
+  output('pull-request-url', main?.pullRequest ?? '');
+  output('pull-request-number', pr ?? '');
+  output('report', reportJson(report).trim());
   return main;
 }
 
 async function writeSummary(markdown: string): Promise<void> {
   if (!process.env.GITHUB_STEP_SUMMARY) return;
-  await core.summary.addRaw(markdown).write();
+  await core.summary.addRaw(redact(markdown)).write();
 }
 
 /** Annotations: a notice per revert, a warning per wait, an error per failed target left as it is. */
 function annotate(report: Report, dryRun: boolean): void {
   for (const t of report.targets) {
     const title = `lastgood: ${t.name}`;
-    if (t.action === 'revert') core.notice(`${t.name} ${t.verdict}: ${dryRun ? 'would revert' : t.pullRequest ? `revert pull request ${t.pullRequest}` : t.commit ? `reverted by ${t.commit}` : 'nothing to write'} — ${t.reason}`, { title });
-    else if (t.action === 'wait') core.warning(`${t.name}: ${t.reason}`, { title });
-    else if (t.action === 'alert' && (t.verdict === 'failed' || t.verdict === 'stuck')) core.error(`${t.name} ${t.verdict} and was not reverted: ${t.reason}`, { title });
+    if (t.action === 'revert') core.notice(redact(`${t.name} ${t.verdict}: ${dryRun ? 'would revert' : t.pullRequest ? `revert pull request ${t.pullRequest}` : t.commit ? `reverted by ${t.commit}` : 'nothing to write'} — ${t.reason}`), { title });
+    else if (t.action === 'wait') core.warning(redact(`${t.name}: ${t.reason}`), { title });
+    else if (t.action === 'alert' && (t.verdict === 'failed' || t.verdict === 'stuck')) core.error(redact(`${t.name} ${t.verdict} and was not reverted: ${t.reason}`), { title });
   }
 }
 
@@ -303,7 +306,7 @@ async function main(): Promise<void> {
   if (inputs.eventFile) {
     event = await readEvent(inputs.eventFile);
     match = matchEvent(event, config);
-    core.info(`event: ${event.summary}`);
+    core.info(redact(`event: ${event.summary}`));
   }
   const source = objectSource(inputs);
   // Event only (no cluster, no snapshot): a target is judged on the objects the event reports; its other resources cannot be seen.
@@ -311,7 +314,7 @@ async function main(): Promise<void> {
   const targetNames = match ? match.targets.filter((n) => !inputs.target || n === inputs.target) : selectTargets(config, inputs.target).map((t) => t.name);
   if (event && match && targetNames.length === 0) {
     const unmatched = match.unmatched ?? `the event concerns ${match.targets.join(', ')}, not the target input "${inputs.target}"`;
-    core.info(`nothing to do: ${unmatched}`);
+    core.info(redact(`nothing to do: ${unmatched}`));
     setOutputs({ targets: [] });
     await writeSummary(renderSummary({ targets: [] }, { event: event.summary, unmatched, dryRun: inputs.dryRun }));
     return;
@@ -324,6 +327,7 @@ async function main(): Promise<void> {
     relativeTo: path.dirname(inputs.configFile),
     apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
     ...(inputs.token ? { token: inputs.token } : {}),
+    configFile: inputs.configFile,
   });
   const commitUrl = commitLinks(config);
   const ctx: RunContext = {

@@ -1,3 +1,5 @@
+import { redact } from './report/scrub.ts';
+
 /**
  * Typed errors, converted to exit codes once, at the door (cli.ts / action.ts).
  * Every error carries its cause; none may carry a token (see redact()).
@@ -61,34 +63,18 @@ export class RevertImpossible extends Error {
   }
 }
 
-/** Thrown when the branch moved between plan and delivery: the engine re-plans on the new head. */
-export class StaleHeadError extends Error {
+/**
+ * Thrown when the branch moved between plan and delivery: the engine re-plans on the new head, and
+ * gives up after a few tries. A branch that keeps moving is an outside system's state: exit 3.
+ */
+export class StaleHeadError extends LastgoodError {
+  readonly exitCode = 3 as const;
   readonly head: string;
   constructor(branch: string, head: string) {
-    super(`branch ${branch} moved to ${head} while the revert was planned`);
-    this.name = 'StaleHeadError';
+    super(`branch ${branch} kept moving while the revert was planned (now at ${head}); nothing was written: run again when pushes to it settle`);
     this.head = head;
   }
 }
 
-const secrets = new Set<string>();
-
-/** Register a secret (token, webhook URL) so that redact() removes it wherever it appears. */
-export function registerSecret(value: string | undefined): void {
-  if (value && value.length >= 6) secrets.add(value);
-}
-
-const TOKEN_PATTERNS: RegExp[] = [
-  /\bgh[pousr]_[A-Za-z0-9]{20,}\b/g, // GitHub tokens
-  /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
-  /(https?:\/\/)[^/@\s:]+:[^/@\s]+@/g, // credentials in URLs
-  /\b(Bearer|token)\s+[A-Za-z0-9._~+/=-]{12,}/gi,
-];
-
-/** Removes every registered secret and anything that looks like a token. */
-export function redact(text: string): string {
-  let out = text;
-  for (const s of secrets) out = out.split(s).join('***');
-  for (const re of TOKEN_PATTERNS) out = out.replace(re, (m, p1) => (p1 && /^https?:/.test(p1) ? `${p1}***@` : '***'));
-  return out;
-}
+// The scrubber lives in report/scrub.ts (one for every output); errors keep exporting it.
+export { redact, registerSecret } from './report/scrub.ts';

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isMap, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import { ConfigSchema, type Config } from './schema.ts';
@@ -15,6 +15,9 @@ export async function loadConfig(file: string): Promise<Config> {
   return parseConfig(text, file);
 }
 
+/** How many alias expansions a config may need: a real config has a few anchors, a bomb has millions. */
+const MAX_ALIAS_COUNT = 1000;
+
 export function parseConfig(text: string, file: string): Config {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter });
@@ -23,7 +26,13 @@ export function parseConfig(text: string, file: string): Config {
     const line = yamlError.linePos?.[0]?.line;
     throw new ConfigError(`not valid YAML: ${yamlError.message.split('\n')[0]}`, { file, line, cause: yamlError });
   }
-  const data: unknown = doc.toJS();
+  let data: unknown;
+  try {
+    // a YAML alias bomb ("billion laughs") stops at the alias limit instead of eating the memory
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    throw new ConfigError(`cannot read the YAML: ${error instanceof Error ? error.message : String(error)} (more than ${MAX_ALIAS_COUNT} alias expansions are refused)`, { file, line: firstAliasLine(doc, lineCounter), cause: error });
+  }
   if (data === null || data === undefined) throw new ConfigError('the config is empty', { file });
   const result = ConfigSchema.safeParse(data);
   if (result.success) return result.data;
@@ -41,6 +50,31 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 
 function formatPath(path: PropertyKey[]): string {
   return path.reduce<string>((acc, key) => (typeof key === 'number' ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)), '');
+}
+
+function firstAliasLine(doc: Document, lc: LineCounter): number | undefined {
+  let offset: number | undefined;
+  visit(doc, {
+    Alias(_, node) {
+      offset = node.range?.[0];
+      return visit.BREAK;
+    },
+  });
+  return offset === undefined ? undefined : lc.linePos(offset).line;
+}
+
+/**
+ * The line of a field in a config file (e.g. ["repo", "url"]), for errors found after loading
+ * (an unsupported repo.url). Undefined when the file cannot be read or parsed.
+ */
+export async function configFieldLine(file: string, path: PropertyKey[]): Promise<number | undefined> {
+  try {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(await readFile(file, 'utf8'), { lineCounter });
+    return lineOf(doc, path, lineCounter);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The line of the deepest node that exists along `path` (the parent when the field is missing). */

@@ -3,9 +3,12 @@
  * A URL gets the verdict as a JSON POST (2xx is success); a command gets it on stdin (exit 0 is
  * success). Both have a timeout. The engine runs hooks only in `run`, never in `check` and never
  * with --dry-run. A hook's URL may carry a token: it is registered as a secret and never printed.
+ * A command runs in its own process group, killed whole at the timeout (SIGTERM, then SIGKILL
+ * after a grace), and without lastgood's tokens in its environment unless the config passes them.
  */
 import { spawn } from 'node:child_process';
 import { redact, registerSecret } from '../errors.ts';
+import { containsSecret, SECRET_ENV } from '../report/scrub.ts';
 import type { Decision, HookPlan, Verdict } from './types.ts';
 
 export interface HookResult {
@@ -35,12 +38,41 @@ export function hookPayload(verdict: Verdict, decision: Pick<Decision, 'action' 
   };
 }
 
+/** Hook timeouts are validated to 1s–1h (config/schema.ts); clamped here too, so a timer can never overflow and fire at once. */
+const MAX_TIMEOUT_MS = 3_600_000;
+/** After SIGTERM, how long a hook's processes get before SIGKILL. */
+export const KILL_GRACE_MS = 2000;
+/** After the hook's own process exited, how long its output may still arrive (a background child may hold the pipes). */
+const DRAIN_MS = 200;
+
 /** Runs a hook. Never throws: every failure is a result with ok=false and the reason. */
-export async function runHook(hook: Pick<HookPlan, 'spec' | 'timeoutMs'>, payload: unknown): Promise<HookResult> {
+export async function runHook(hook: Pick<HookPlan, 'spec' | 'timeoutMs'>, payload: unknown, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<HookResult> {
   const started = Date.now();
   const body = JSON.stringify(payload);
-  const result = 'url' in hook.spec ? await postHook(hook.spec.url, body, hook.timeoutMs) : await commandHook(hook.spec.command, body, hook.timeoutMs);
+  const timeoutMs = Math.min(Math.max(hook.timeoutMs, 1), MAX_TIMEOUT_MS);
+  const result = 'url' in hook.spec
+    ? await postHook(hook.spec.url, body, timeoutMs)
+    : await commandHook(hook.spec.command, body, timeoutMs, hookEnvironment(opts.env ?? process.env, hook.spec.env?.inherit ?? []));
   return { ...result, detail: redact(result.detail), ms: Date.now() - started };
+}
+
+/** Names that look secret: withheld from a command hook unless the config lists them in `env.inherit`. */
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|KEY|WEBHOOK|CREDENTIAL/i;
+
+/**
+ * The environment of a command hook: lastgood's own, minus its tokens and webhook URLs
+ * (SECRET_ENV), every variable whose name looks secret, and every variable holding a registered
+ * secret; `inherit` names those to pass through anyway.
+ */
+export function hookEnvironment(env: NodeJS.ProcessEnv, inherit: string[]): NodeJS.ProcessEnv {
+  const allowed = new Set(inherit);
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    const secret = SECRET_ENV.includes(name) || SECRET_NAME.test(name) || containsSecret(value);
+    if (!secret || allowed.has(name)) out[name] = value;
+  }
+  return out;
 }
 
 async function postHook(url: string, body: string, timeoutMs: number): Promise<Omit<HookResult, 'ms'>> {
@@ -50,10 +82,15 @@ async function postHook(url: string, body: string, timeoutMs: number): Promise<O
       method: 'POST',
       headers: { 'content-type': 'application/json', 'user-agent': 'lastgood' },
       body,
+      // the signal covers the answer's body too: a server that trickles it is cut at the timeout
       signal: AbortSignal.timeout(timeoutMs),
       redirect: 'error',
     });
-    const text = (await response.text().catch(() => '')).trim().replace(/\s+/g, ' ').slice(0, 200);
+    // a body cut by the timeout is no answer; any other failure to read it leaves the status to speak
+    const text = (await response.text().catch((error: unknown) => {
+      if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) throw error;
+      return '';
+    })).trim().replace(/\s+/g, ' ').slice(0, 200);
     if (response.ok) return { ok: true, detail: `answered ${response.status}${text ? `: ${text}` : ''}` };
     return { ok: false, detail: `answered ${response.status} ${response.statusText}${text ? `: ${text}` : ''}` };
   } catch (error) {
@@ -64,32 +101,98 @@ async function postHook(url: string, body: string, timeoutMs: number): Promise<O
   }
 }
 
-function commandHook(command: string[], body: string, timeoutMs: number): Promise<Omit<HookResult, 'ms'>> {
+/** Process groups of the command hooks running now: ended with lastgood when a signal ends it. */
+const running = new Set<number>();
+
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false; // ESRCH: the group is gone
+  }
+}
+
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/**
+ * A hook runs in its own process group (so that its whole tree can be killed), which also keeps
+ * it from the terminal's and launcher's signals: while hooks run, a signal that ends lastgood
+ * ends them first, then takes its default course.
+ */
+function onSignal(signal: NodeJS.Signals): void {
+  for (const pgid of running) signalGroup(pgid, 'SIGTERM');
+  running.clear();
+  untrackSignals();
+  if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+}
+
+function trackSignals(): void {
+  if (running.size === 1) for (const s of FORWARDED) process.on(s, onSignal);
+}
+
+function untrackSignals(): void {
+  if (running.size === 0) for (const s of FORWARDED) process.off(s, onSignal);
+}
+
+function commandHook(command: string[], body: string, timeoutMs: number, env: NodeJS.ProcessEnv): Promise<Omit<HookResult, 'ms'>> {
   return new Promise((resolve) => {
     const [program, ...args] = command as [string, ...string[]];
     let stderr = '';
     let stdout = '';
     let timedOut = false;
     let settled = false;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
+    // detached: a new process group led by the hook, so that the timeout kills everything it started
+    const child = spawn(program, args, { stdio: ['pipe', 'pipe', 'pipe'], env, detached: true });
+    const pgid = child.pid;
+    if (pgid !== undefined) {
+      running.add(pgid);
+      trackSignals();
+    }
+    /** SIGTERM to the whole group, SIGKILL to what is left after the grace. */
+    const killGroup = () => {
+      if (pgid === undefined || !signalGroup(pgid, 'SIGTERM')) return;
+      killTimer ??= setTimeout(() => signalGroup(pgid, 'SIGKILL'), KILL_GRACE_MS);
+    };
     const finish = (r: Omit<HookResult, 'ms'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(drainTimer);
+      // what the hook left behind (a background child holding our pipes) is ended, and not waited for
+      killGroup();
+      if (pgid !== undefined) running.delete(pgid);
+      untrackSignals();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      child.stdin.destroy();
+      if (killTimer && pgid !== undefined && !signalGroup(pgid, 0)) clearTimeout(killTimer);
       resolve(r);
     };
-    const child = spawn(program, args, { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
+    const conclude = () => {
+      const tail = (stderr.trim() || stdout.trim()).split('\n').pop()?.slice(0, 200) ?? '';
+      if (timedOut) return finish({ ok: false, detail: `${program} did not finish within ${timeoutMs / 1000}s (killed)` });
+      const { code, signal } = exit!;
+      if (code === 0) return finish({ ok: true, detail: `${program} exited 0${tail ? `: ${tail}` : ''}` });
+      finish({ ok: false, detail: `${program} ${signal ? `was killed by ${signal}` : `exited ${code}`}${tail ? `: ${tail}` : ''}` });
+    };
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGKILL');
+      killGroup();
     }, timeoutMs);
     child.stdout.on('data', (d: Buffer) => (stdout = (stdout + d.toString()).slice(-2000)));
     child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child.on('error', (error) => finish({ ok: false, detail: `${program} could not start: ${error.message}` }));
-    child.on('close', (code, signal) => {
-      const tail = (stderr.trim() || stdout.trim()).split('\n').pop()?.slice(0, 200) ?? '';
-      if (timedOut) return finish({ ok: false, detail: `${program} did not finish within ${timeoutMs / 1000}s (killed)` });
-      if (code === 0) return finish({ ok: true, detail: `${program} exited 0${tail ? `: ${tail}` : ''}` });
-      finish({ ok: false, detail: `${program} ${signal ? `was killed by ${signal}` : `exited ${code}`}${tail ? `: ${tail}` : ''}` });
+    // 'exit', not 'close': an orphaned grandchild may hold stdout open for as long as it lives
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      drainTimer = setTimeout(conclude, DRAIN_MS);
+    });
+    child.on('close', () => {
+      if (exit) conclude();
     });
     // a hook that does not read stdin must not fail the run with EPIPE
     child.stdin.on('error', () => {});

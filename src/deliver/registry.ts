@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, InputError, redact } from '../errors.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { LocalRepo } from './local.ts';
 import { parseGitHubUrl } from './github-url.ts';
@@ -11,6 +11,10 @@ export interface OpenRepoOptions {
   relativeTo: string;
   apiUrl?: string;
   token?: string;
+  /** the config file repo.url comes from: an unsupported one is reported with its file and line */
+  configFile?: string;
+  /** the location is the --repo flag, not repo.url */
+  fromFlag?: boolean;
 }
 
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */
@@ -44,7 +48,12 @@ registerBackend({
 export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {
   const factory = factories.find((f) => f.matches(opts.location, opts));
   if (!factory) {
-    throw new ConfigError(`repo.url "${opts.location.replace(/\/\/[^@/]*@/, '//')}" is not supported: use a local path (working copy or bare repository) or a GitHub https URL`);
+    const what = `"${redact(opts.location.replace(/\/\/[^@/]*@/, '//'))}" is not supported: use a local path (working copy or bare repository) or a GitHub https URL${opts.apiUrl ? '' : ' (GitHub Enterprise Server: set repo.apiUrl)'}`;
+    if (opts.fromFlag) throw new InputError(`--repo ${what}`);
+    if (!opts.configFile) throw new ConfigError(`repo.url ${what}`);
+    const { configFieldLine } = await import('../config/load.ts');
+    const line = await configFieldLine(opts.configFile, ['repo', 'url']);
+    throw new ConfigError(`repo.url ${what}`, { file: opts.configFile, ...(line ? { line } : {}) });
   }
   return factory.open(opts.location, opts);
 }

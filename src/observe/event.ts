@@ -12,15 +12,22 @@
  * webhook, event_type in `action` and the sender's body in `client_payload`), the body of a
  * dispatch request (`event_type` + `client_payload`), or the sender's body itself.
  * Anything else is an InputError naming the file: nothing is written.
+ *
+ * Outside text stops here: every string of the payload is scrubbed of secrets and bounded before
+ * it is read (report/scrub.ts). Event times are strict ISO 8601 with a zone (Flagger: Unix
+ * milliseconds); an unparseable one is bad input, and one ahead of the clock is refused.
  */
 import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import type { Config } from '../config/schema.ts';
 import { InputError } from '../errors.ts';
+import { assess } from '../health/index.ts';
+import { scrubbedCopy } from '../report/scrub.ts';
 import { alertMatchesResource, alertObject, AlertmanagerNotification, ALERT_API_VERSION, ALERT_KIND, describeAlertmanager, isAlertmanagerNotification, TARGET_LABEL, type AlertPayload } from './event-alertmanager.ts';
 import { argoCdObject, ArgoCdApplicationPayload, ArgoCdNotification, describeArgoCd, hasFullApplication, isArgoCdNotification } from './event-argocd.ts';
 import { describeFlaggerEvent, FlaggerEvent, flaggerObject, isFlaggerEvent } from './event-flagger.ts';
 import { describeFluxEvent, FluxEvent, fluxObject, isFluxEvent } from './event-flux.ts';
+import { checkFailureTimes, checkStatusTimes, futureTimeError, parseTime, TIME_FORMAT_HINT } from './times.ts';
 import { groupKind, type KubeObject, type Observed } from './types.ts';
 
 export type EventSender = 'flux' | 'argocd' | 'flagger' | 'alertmanager';
@@ -39,8 +46,8 @@ export interface ParsedEvent {
   alerts: AlertPayload[];
 }
 
-/** Reads and parses an event payload file. */
-export async function readEvent(file: string): Promise<ParsedEvent> {
+/** Reads and parses an event payload file; `now` (default: the clock) refuses times ahead of it. */
+export async function readEvent(file: string, opts: { now?: Date } = {}): Promise<ParsedEvent> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -53,14 +60,25 @@ export async function readEvent(file: string): Promise<ParsedEvent> {
   } catch (error) {
     throw new InputError(`the event payload is not JSON: ${(error as Error).message}`, { file, cause: error });
   }
-  return parseEvent(data, file);
+  const now = opts.now ?? new Date();
+  const event = parseEvent(data, file, { now });
+  checkFailureTimes(event.objects.map((object) => ({ object, source: file })), now, assess);
+  return event;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Unwraps a repository_dispatch and recognises the sender by the payload's shape. */
-export function parseEvent(data: unknown, file: string): ParsedEvent {
-  if (!isRecord(data)) throw new InputError('the event payload is not a JSON object', { file });
+/** Unwraps a repository_dispatch and recognises the sender by the payload's shape; with `now`, times ahead of it are refused. */
+export function parseEvent(data: unknown, file: string, opts: { now?: Date } = {}): ParsedEvent {
+  const event = parsePayload(data, file, opts.now);
+  for (const object of event.objects) checkStatusTimes(object, file, `the event's ${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`);
+  return event;
+}
+
+function parsePayload(raw: unknown, file: string, now: Date | undefined): ParsedEvent {
+  if (!isRecord(raw)) throw new InputError('the event payload is not a JSON object', { file });
+  // a copy: the caller's object is left as it is
+  const data = scrubbedCopy(raw);
   let payload: Record<string, unknown> = data;
   let dispatchType: string | undefined;
   if ('client_payload' in data) {
@@ -71,12 +89,27 @@ export function parseEvent(data: unknown, file: string): ParsedEvent {
     payload = data.client_payload;
   }
   const base = { file, ...(dispatchType ? { dispatchType } : {}) };
+  const wrapped = payload !== data;
+  const time = (name: string, value: string | undefined): void => {
+    const field = wrapped ? `client_payload.${name}` : name;
+    if (value === undefined || value === '') return;
+    const ms = parseTime(value);
+    if (ms === undefined) throw new InputError(`${field} ${JSON.stringify(value.slice(0, 60))} is not a valid time (${TIME_FORMAT_HINT})`, { file });
+    const future = now && futureTimeError(field, ms, now, file);
+    if (future) throw future;
+  };
   if (isFluxEvent(payload)) {
     const e = validate(FluxEvent, payload, 'Flux notification-controller event', file);
+    time('timestamp', e.timestamp);
     return { ...base, sender: 'flux', summary: describeFluxEvent(e), objects: [fluxObject(e)], alerts: [] };
   }
   if (isAlertmanagerNotification(payload)) {
     const n = validate(AlertmanagerNotification, payload, 'Alertmanager webhook notification', file);
+    n.alerts.forEach((a, i) => {
+      time(`alerts[${i}].startsAt`, a.startsAt);
+      // endsAt of a firing alert lies ahead by design (Alertmanager's resolve timeout): parsed, never refused for that
+      if (a.endsAt && parseTime(a.endsAt) === undefined) time(`alerts[${i}].endsAt`, a.endsAt);
+    });
     return { ...base, sender: 'alertmanager', summary: describeAlertmanager(n), objects: [], alerts: n.alerts };
   }
   if (isArgoCdNotification(payload)) {
@@ -87,6 +120,13 @@ export function parseEvent(data: unknown, file: string): ParsedEvent {
   }
   if (isFlaggerEvent(payload)) {
     const e = validate(FlaggerEvent, payload, 'Flagger event webhook', file);
+    const ms = e.metadata?.timestamp;
+    if (ms !== undefined && ms !== '') {
+      const field = wrapped ? 'client_payload.metadata.timestamp' : 'metadata.timestamp';
+      if (!/^\d{1,15}$/.test(ms)) throw new InputError(`${field} ${JSON.stringify(ms.slice(0, 60))} is not a valid time (Flagger sends Unix milliseconds)`, { file });
+      const future = now && futureTimeError(field, Number(ms), now, file);
+      if (future) throw future;
+    }
     return { ...base, sender: 'flagger', summary: describeFlaggerEvent(e), objects: [flaggerObject(e)], alerts: [] };
   }
   throw new InputError(

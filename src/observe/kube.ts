@@ -1,5 +1,7 @@
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { RemoteError } from '../errors.ts';
+import { scrubDeep } from '../report/scrub.ts';
+import { checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
 export interface ResourceRef {
@@ -12,7 +14,8 @@ export interface ResourceRef {
 /**
  * observe/kube, list-once: reads each configured object through the usual kubeconfig rules
  * (KUBECONFIG, ~/.kube/config, in-cluster service account). A missing object is left out (the
- * verdict shows it as NotFound); any other API failure is a RemoteError (exit 3).
+ * verdict shows it as NotFound); any other API failure is a RemoteError (exit 3). Every string of
+ * an object is scrubbed of secrets and bounded before anything else sees it (report/scrub.ts).
  */
 export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string): Promise<Observed[]> {
   const kc = new KubeConfig();
@@ -29,14 +32,17 @@ export async function readFromCluster(resources: ResourceRef[], kubeconfig?: str
     const key = `${r.apiVersion}|${r.kind}|${r.namespace ?? ''}|${r.name}`;
     if (seen.has(key)) continue;
     seen.add(key);
+    let object: KubeObject;
     try {
-      const object = await api.read({ apiVersion: r.apiVersion, kind: r.kind, metadata: { name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) } });
-      out.push({ object: object as unknown as KubeObject, source: 'kube' });
+      object = (await api.read({ apiVersion: r.apiVersion, kind: r.kind, metadata: { name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) } })) as unknown as KubeObject;
     } catch (error) {
       const code = (error as { code?: number; statusCode?: number }).code ?? (error as { statusCode?: number }).statusCode;
       if (code === 404) continue;
       throw new RemoteError('kubernetes', `cannot read ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${(error as Error).message}`, { status: code, cause: error });
     }
+    const scrubbed = scrubDeep(object);
+    checkStatusTimes(scrubbed, 'kube');
+    out.push({ object: scrubbed, source: 'kube' });
   }
   return out;
 }

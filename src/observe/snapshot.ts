@@ -2,22 +2,37 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import jsYaml from 'js-yaml';
 import { InputError } from '../errors.ts';
+import { scrubDeep } from '../report/scrub.ts';
+import { checkFailureTimes, checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
 /**
  * observe/snapshot: objects from files, folders and stdin ("-"), as `kubectl get -o yaml|json`
  * prints them: YAML or JSON, multi-document, `kind: List`. js-yaml reads (fast on large dumps);
  * `json: true` makes a duplicate key keep the last value instead of failing, as the API server does.
+ *
+ * Outside text stops here: every string of every object is scrubbed of secrets and bounded
+ * (report/scrub.ts), and every status time must parse. With `now`, a failure time ahead of it is
+ * refused. No objects at all is bad input: an empty snapshot would make every resource NotFound.
  */
-export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream } = {}): Promise<Observed[]> {
+export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream; now?: Date } = {}): Promise<Observed[]> {
   const out: Observed[] = [];
+  const files: string[] = [];
   for (const p of paths) {
     if (p === '-') {
+      files.push('stdin');
       out.push(...parseSnapshot(await readStream(opts.stdin ?? process.stdin), '-'));
       continue;
     }
-    for (const file of await expand(p)) out.push(...parseSnapshot(await readFile(file, 'utf8'), file));
+    const expanded = await expand(p);
+    files.push(...(expanded.length ? expanded : [`${p} (no .yaml, .yml or .json files)`]));
+    for (const file of expanded) out.push(...parseSnapshot(await readFile(file, 'utf8'), file));
   }
+  if (out.length === 0 && paths.length > 0) {
+    const one = paths.length === 1 && paths[0] !== '-' && files.length <= 1;
+    throw new InputError(`no Kubernetes objects in ${one ? 'the snapshot' : files.join(', ')}: nothing to judge (an empty snapshot would make every resource NotFound)`, one ? { file: paths[0]! } : {});
+  }
+  if (opts.now) checkFailureTimes(out, opts.now, (await import('../health/index.ts')).assess);
   return out;
 }
 
@@ -100,5 +115,7 @@ function collect(doc: unknown, source: string, index: number, out: Observed[]): 
   if (metadata.namespace !== undefined && typeof metadata.namespace !== 'string') {
     throw new InputError(`document ${index + 1}: metadata.namespace is not a string`, { file: source });
   }
-  out.push({ object: o as unknown as KubeObject, source });
+  const object = scrubDeep(o) as unknown as KubeObject;
+  checkStatusTimes(object, source, `document ${index + 1} (${object.kind} ${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${object.metadata.name})`);
+  out.push({ object, source });
 }

@@ -13,6 +13,7 @@ import { parseDuration } from '../config/duration.ts';
 import type { NotifyConfig, SecretRefConfig } from '../config/schema.ts';
 import type { Report, TargetOutcome } from '../engine.ts';
 import { redact, registerSecret } from '../errors.ts';
+import { scrubbedCopy } from './scrub.ts';
 
 export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed';
 export type ChannelKind = 'webhook' | 'slack';
@@ -97,7 +98,8 @@ export async function notify(report: Report, opts: NotifyOptions): Promise<Deliv
   const timeoutMs = parseDuration(opts.config?.timeout ?? '10s')!;
   const sends = pending.flatMap(({ t, event }) =>
     channels.map(async (channel): Promise<Delivery> => {
-      const body = channel.kind === 'slack' ? slackMessage(t, event) : webhookPayload(t, event, opts.now);
+      // scrubbed again on the way out (evidence was scrubbed where it entered)
+      const body = scrubbedCopy(channel.kind === 'slack' ? slackMessage(t, event) : webhookPayload(t, event, opts.now), { maxBytes: Number.POSITIVE_INFINITY });
       const result = await post(channel.url, body, timeoutMs);
       const delivery: Delivery = { channel: channel.kind, target: t.name, event, ...result };
       if (result.ok) opts.log.info({ channel: channel.kind, target: t.name, event }, 'notification sent');

@@ -1,5 +1,6 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine.ts';
+import { redact } from './scrub.ts';
 
 /**
  * The GitHub Actions job summary (GITHUB_STEP_SUMMARY): markdown with the verdict, the evidence
@@ -28,7 +29,8 @@ export function renderSummary(report: Report, ctx: SummaryContext): string {
   if (ctx.waited) lines.push(`Waited ${ctx.waited} for a verdict.`, '');
   if (ctx.dryRun && report.targets.length > 0) lines.push('> [!NOTE]', '> Dry run: nothing was written.', '');
   for (const t of report.targets) lines.push(...targetSection(t, ctx), '');
-  return lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+  // evidence was scrubbed where it entered (observe); the summary is scrubbed again on the way out
+  return redact(lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()) + '\n';
 }
 
 function headline(t: TargetOutcome, dryRun: boolean): string {

@@ -1,0 +1,109 @@
+/**
+ * Times from outside (objects' status, event payloads, --now, freezeUntil) are strict ISO 8601
+ * with a zone (RFC 3339, as Kubernetes writes them). A lenient parse let `--now 1` mean 2001 and
+ * an event `timestamp: "soon"` skip maxAge (issue 15): an unparseable time is bad input naming the
+ * file and field, and a failure time ahead of the clock (beyond a small skew) is refused.
+ */
+import { InputError } from '../errors.ts';
+import type { Health } from '../health/types.ts';
+import type { KubeObject, Observed } from './types.ts';
+
+/** How far a failure time may lie ahead of `now` (clocks of cluster and runner differ a little). */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+const ISO = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}:?\d{2})$/;
+
+/** Milliseconds since the epoch of a strict ISO 8601 time with a zone, or undefined. */
+export function parseTime(text: string): number | undefined {
+  const m = ISO.exec(text.trim());
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, s = '0', frac = '0', zone] = m;
+  const year = Number(y), month = Number(mo), day = Number(d), hour = Number(h), minute = Number(mi), second = Number(s);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 60) return undefined;
+  let offsetMin = 0;
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const z = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
+    const oh = Number(z[2]), om = Number(z[3]);
+    if (oh > 23 || om > 59) return undefined;
+    offsetMin = (z[1] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const ms = Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59)) + Math.floor(Number(`0.${frac}`) * 1000) - offsetMin * 60_000;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+export const TIME_FORMAT_HINT = 'expected an ISO 8601 time with a zone, like 2026-11-01T12:00:00Z';
+
+/** Status fields that hold times: lastTransitionTime, finishedAt, reconciledAt, …Timestamp. */
+const TIME_KEY = /(Time|At|Timestamp)$/;
+/** …At fields that echo a free-form annotation, not a time (Flux: lastHandledReconcileAt, lastHandledForceAt, …). */
+const NOT_TIME_KEY = /^lastHandled/;
+
+/** Every time field under `status` must parse; returns nothing, throws an InputError naming the file and field. */
+export function checkStatusTimes(object: KubeObject, file: string, what = describe(object)): void {
+  const walk = (v: unknown, path: string, seen: Set<object>): void => {
+    if (typeof v !== 'object' || v === null || seen.has(v) || v instanceof Date) return;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      v.forEach((item, i) => walk(item, `${path}[${i}]`, seen));
+      return;
+    }
+    for (const [k, value] of Object.entries(v as Record<string, unknown>)) {
+      const field = `${path}.${k}`;
+      if (typeof value === 'string' && TIME_KEY.test(k) && !NOT_TIME_KEY.test(k) && value.trim() !== '' && parseTime(value) === undefined) {
+        throw new InputError(`${what}: ${field} ${JSON.stringify(value.slice(0, 60))} is not a valid time (${TIME_FORMAT_HINT})`, { file });
+      }
+      walk(value, field, seen);
+    }
+  };
+  walk(object.status, 'status', new Set());
+}
+
+/**
+ * A failed or progressing object whose Health began after `now` (beyond CLOCK_SKEW_MS) is refused:
+ * its age would be negative and pass every maxAge and stuckAfter check. The field that carries
+ * the time is named where it can be found.
+ */
+export function checkFailureTimes(observed: Observed[], now: Date, assess: (o: KubeObject, now: Date) => Health): void {
+  for (const { object, source } of observed) {
+    const h = assess(object, now);
+    if ((h.state !== 'failed' && h.state !== 'progressing') || !h.since) continue;
+    const since = Date.parse(h.since);
+    if (!(since > now.getTime() + CLOCK_SKEW_MS)) continue;
+    const field = fieldWithTime(object.status, since);
+    throw new InputError(
+      `${describe(object)}: ${field ? `${field} ` : ''}${h.since} is in the future of the clock (${now.toISOString()}) by more than ${CLOCK_SKEW_MS / 60_000}m: a ${h.state === 'failed' ? 'failure' : 'progress'} time cannot lie ahead (check --now and the clocks)`,
+      { file: source.replace(/^event:/, '') },
+    );
+  }
+}
+
+/** A time in the future of `now` beyond the skew: the InputError to throw, naming the file and field. */
+export function futureTimeError(field: string, ms: number, now: Date, file: string): InputError | undefined {
+  if (!(ms > now.getTime() + CLOCK_SKEW_MS)) return undefined;
+  return new InputError(`${field} ${new Date(ms).toISOString()} is in the future of the clock (${now.toISOString()}) by more than ${CLOCK_SKEW_MS / 60_000}m: refused (check the sender's clock)`, { file });
+}
+
+function fieldWithTime(status: unknown, ms: number): string | undefined {
+  let found: string | undefined;
+  const walk = (v: unknown, path: string, seen: Set<object>): void => {
+    if (found || typeof v !== 'object' || v === null || seen.has(v)) return;
+    seen.add(v);
+    if (v instanceof Date) return;
+    for (const [k, value] of Object.entries(v as Record<string, unknown>)) {
+      const field = Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`;
+      const t = typeof value === 'string' ? parseTime(value) : value instanceof Date ? value.getTime() : undefined;
+      if (t === ms && TIME_KEY.test(k)) {
+        found = field;
+        return;
+      }
+      walk(value, field, seen);
+    }
+  };
+  walk(status, 'status', new Set());
+  return found;
+}
+
+function describe(o: KubeObject): string {
+  return `${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
+}

@@ -1,0 +1,148 @@
+/**
+ * The one scrubber for outside text (issue 15). Evidence comes from the cluster and from event
+ * payloads, and lastgood writes it into commit messages, PR bodies, Action outputs, job summaries,
+ * notifications, logs and stdout: every piece is scrubbed of secrets and bounded in size first.
+ *
+ * - `redact(text)`: removes registered secrets (the tokens and webhook URLs lastgood was given)
+ *   and well-known credential shapes. Safe on JSON text: no pattern starts or ends inside an
+ *   escape sequence, so redacting a serialised document leaves it valid JSON.
+ * - `scrubText(text, { maxBytes })`: redact, then bound (default 4 KiB) with a visible marker.
+ * - `scrubDeep(value)`: scrubText on every string of an object tree, in place (the observe boundary).
+ *
+ * This module imports nothing from lastgood: errors.ts builds on it.
+ */
+
+export const REDACTED = '***';
+/** The default bound for one piece of outside text (an event message, a condition message). */
+export const MAX_TEXT_BYTES = 4096;
+
+const secrets = new Set<string>();
+/** Every spelling of the registered secrets, longest first (a secret may contain another). */
+let spellings: string[] = [];
+
+/** Register a secret (token, webhook URL) so that it is removed wherever it appears. */
+export function registerSecret(value: string | undefined): void {
+  const v = value?.trim();
+  if (!v || v.length < 6 || secrets.has(v)) return;
+  secrets.add(v);
+  const forms = new Set<string>([v, encodeURIComponent(v), JSON.stringify(v).slice(1, -1), Buffer.from(v).toString('base64')]);
+  spellings = [...new Set([...spellings, ...forms])].filter((s) => s.length >= 6).sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Environment variables that hold what lastgood is given to act with: registered at start, so that
+ * their values never reach an output even when they come back inside cluster or event text.
+ */
+export const SECRET_ENV = [
+  'LASTGOOD_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN', 'INPUT_GITHUB-TOKEN', 'INPUT_GITHUB_TOKEN',
+  'LASTGOOD_WEBHOOK_URL', 'LASTGOOD_SLACK_WEBHOOK_URL', 'ACTIONS_RUNTIME_TOKEN', 'ACTIONS_ID_TOKEN_REQUEST_TOKEN',
+];
+
+/** Whether `value` is (or contains) a registered secret. */
+export function containsSecret(value: string): boolean {
+  for (const v of secrets) if (value.includes(v)) return true;
+  return false;
+}
+
+export function registerEnvironmentSecrets(env: Record<string, string | undefined> = process.env): void {
+  for (const name of SECRET_ENV) registerSecret(env[name]);
+}
+
+registerEnvironmentSecrets();
+
+// A word starts after a non-word character, or after a JSON escape (\n, \t …) of serialised text.
+const B = String.raw`(?:(?<=\\[nrtbf])|(?<![A-Za-z0-9_]))`;
+// Values stop at whitespace, quotes, backslashes and separators: a match never eats a JSON escape.
+// Repetitions before an anchor are bounded so that a long run of text stays linear.
+const VALUE = String.raw`[^\s"'\\,;|&<>]+`;
+
+/** Well-known credential shapes, each with its replacement. */
+const PATTERNS: Array<[RegExp, string]> = [
+  // PEM private keys, whole blocks; an unterminated block (cut off) up to where its base64 ends
+  [/-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?-----END \1PRIVATE KEY-----/g, '[redacted private key]'],
+  [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s:,-]|\\[nrt])*/g, '[redacted private key]'],
+  // credentials in URLs: scheme://user:password@host; scheme://token@host when the user looks like a
+  // token (long, with a digit) — not ssh://git@host, nor docker-pullable://alpine@sha256:… (an image)
+  [new RegExp(String.raw`${B}([a-z][a-z0-9+.-]{0,30}:\/\/)[^\s/?#@"'\\<>:]*:[^\s/?#@"'\\<>]+@`, 'gi'), `$1${REDACTED}@`],
+  [new RegExp(String.raw`${B}([a-z][a-z0-9+.-]{0,30}:\/\/)(?=[A-Za-z0-9_.~%-]*[0-9])[A-Za-z0-9_.~%-]{16,}@(?!sha\d+:)`, 'gi'), `$1${REDACTED}@`],
+  // authorization headers, with or without a scheme (Bearer, Basic, token, …)
+  [new RegExp(String.raw`${B}((?:proxy-)?authorization|x-api-key|api-key|private-token|x-auth-token)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|digest|negotiate|apikey|aws4-hmac-sha256)\s+)?${VALUE}`, 'gi'), `$1$2${REDACTED}`],
+  [new RegExp(String.raw`${B}((?:set-)?cookie)(["']?\s*:\s*["']?)[^\r\n"'\\]+`, 'gi'), `$1$2${REDACTED}`],
+  [new RegExp(String.raw`${B}(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}`, 'gi'), `$1 ${REDACTED}`],
+  // "Basic …" / "token …" only when the word after looks like a credential (has a digit or +/=), not prose
+  [new RegExp(String.raw`${B}(Basic|token)\s+(?=[A-Za-z0-9._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{12,}`, 'gi'), `$1 ${REDACTED}`],
+  // query parameters and key=value pairs that carry secrets
+  [new RegExp(String.raw`${B}([\w.-]{0,40}?(?:password|passwd|pwd|token|secret|api_?key|apikey|access_key|private_key|secret_key|signature|sig|credential))=${VALUE}`, 'gi'), `$1=${REDACTED}`],
+  [new RegExp(String.raw`${B}([\w.-]{0,40}?(?:password|passwd|client_secret|secret_key|secret_access_key|session_token))(["']?\s*:\s*["']?)${VALUE}`, 'gi'), `$1$2${REDACTED}`],
+  // token shapes: GitHub, GitLab, Slack, AWS access keys, JWTs
+  [new RegExp(String.raw`${B}(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})`, 'g'), REDACTED],
+  [new RegExp(String.raw`${B}gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_.-]{16,}`, 'g'), REDACTED],
+  [new RegExp(String.raw`${B}xox[a-z]-[A-Za-z0-9-]{8,}`, 'g'), REDACTED],
+  [new RegExp(String.raw`${B}hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9/_-]+`, 'g'), `hooks.slack.com/${REDACTED}`],
+  [new RegExp(String.raw`${B}(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])`, 'g'), REDACTED],
+  [new RegExp(String.raw`${B}eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`, 'g'), REDACTED],
+];
+
+/** A cheap test that lets most strings (names, reasons, revisions) skip the patterns. */
+const MAYBE_SECRET = /gh[pousr]_|github_pat_|gl[a-z]{1,3}-|xox[a-z]-|A[A-Z]{3}[A-Z0-9]{16}|eyJ|:\/\/[^\s/]*@|authorization|api-key|private-token|auth-token|cookie|bearer|basic|token|pass|pwd|secret|sig|x-amz|aws_|hooks\.slack|PRIVATE KEY/i;
+
+/** Removes every registered secret and anything that looks like a credential. */
+export function redact(text: string): string {
+  if (text.length < 6) return text; // too short to hold a secret
+  let out = text;
+  for (const s of spellings) if (out.includes(s)) out = out.split(s).join(REDACTED);
+  if (!MAYBE_SECRET.test(out)) return out;
+  for (const [re, replacement] of PATTERNS) out = out.replace(re, replacement);
+  return out;
+}
+
+/** Cuts `text` to at most `maxBytes` UTF-8 bytes, saying how much was cut. */
+export function bound(text: string, maxBytes = MAX_TEXT_BYTES): string {
+  if (text.length <= maxBytes / 3) return text; // at most 3 bytes per UTF-16 unit: surely within
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= maxBytes) return text;
+  const kept = Buffer.from(text).subarray(0, maxBytes).toString('utf8').replace(/\uFFFD+$/, '');
+  return `${kept}…[truncated ${bytes - Buffer.byteLength(kept)} bytes]`;
+}
+
+/**
+ * Scrubs one piece of outside text: secrets out, then bounded. A huge piece is cut before the
+ * patterns run (they stay linear on what is kept) and cut again after; a secret straddling the
+ * first cut lies far beyond the second.
+ */
+export function scrubText(text: string, opts: { maxBytes?: number } = {}): string {
+  const max = opts.maxBytes ?? MAX_TEXT_BYTES;
+  const pre = Number.isFinite(max) && text.length > max * 4 + 1024 ? text.slice(0, max * 4 + 1024) : text;
+  const cut = pre.length < text.length ? Buffer.byteLength(text) - Buffer.byteLength(pre) : 0;
+  const out = bound(redact(pre), max);
+  if (cut === 0) return out;
+  const m = /…\[truncated (\d+) bytes\]$/.exec(out);
+  return m ? out.replace(/…\[truncated \d+ bytes\]$/, `…[truncated ${Number(m[1]) + cut} bytes]`) : `${out}…[truncated ${cut} bytes]`;
+}
+
+/**
+ * Scrubs every string in an object tree, in place, and returns it. Shared subtrees (YAML anchors)
+ * and cycles are visited once. Keys are kept: they are field names, and annotations' keys are
+ * bounded by Kubernetes; values are what carries outside text.
+ */
+export function scrubDeep<T>(value: T, opts: { maxBytes?: number } = {}): T {
+  const seen = new Set<object>();
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return scrubText(v, opts);
+    if (typeof v !== 'object' || v === null || seen.has(v) || v instanceof Date) return v;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) v[i] = walk(v[i]);
+    } else {
+      const o = v as Record<string, unknown>;
+      for (const k of Object.keys(o)) o[k] = walk(o[k]);
+    }
+    return v;
+  };
+  return walk(value) as T;
+}
+
+/** A scrubbed deep copy (for outputs: the report itself is left as it is). */
+export function scrubbedCopy<T>(value: T, opts: { maxBytes?: number } = {}): T {
+  return scrubDeep(structuredClone(value), opts);
+}

@@ -1,0 +1,106 @@
+import test from 'ava';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BIN } from './support/cli.ts';
+import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
+import { kustomization, yamlDocs } from './support/objects.ts';
+
+/**
+ * Issue 15 class 8: signals. bin/lastgood.js re-executes itself on the bundled Node 24 when the
+ * system Node is older; a signal to the launcher must reach the child (which ends its hook's
+ * process group) and the launcher exits with the child's code, or 128 + the signal. Run with the
+ * system Node when it is older than 24 (the re-executing launcher), else with this Node.
+ */
+
+function launcherNode(): string {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
+    try {
+      const major = Number(execFileSync(candidate, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).trim());
+      if (major < 24) return candidate;
+    } catch {
+      // not there
+    }
+  }
+  return process.execPath;
+}
+
+const NODE = launcherNode();
+const reexecutes = NODE !== process.execPath;
+
+/** Running, not a zombie (in a container nothing may reap the orphans a kill leaves). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map((l) => Number(l.trim())).filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) if (check()) return true;
+  return check();
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test.serial(`${signal} to bin/lastgood.js while a hook runs ends the child and the hook: no revert is written afterwards`, async (t) => {
+    const repo = makeRepo();
+    const P = 'apps/podinfo/prod/';
+    const good = commit(repo, { [`${P}kustomization.yaml`]: 'images: [{ name: podinfo, newTag: 6.0.0 }]\n' }, 'podinfo 6.0.0');
+    const bad = commit(repo, { [`${P}kustomization.yaml`]: 'images: [{ name: podinfo, newTag: 6.1.0 }]\n' }, 'podinfo 6.1.0');
+    const dir = tempDir('lastgood-signal-');
+    const hookPid = path.join(dir, 'hook.pid');
+    const hookDone = path.join(dir, 'hook.done');
+    // the hook runs right before delivery; left alone it would finish after 3s and the revert be written
+    const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\ndefaults: { mode: commit, strategy: restore, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n    onFailure:\n      analysis: { hook: { command: [sh, -c, "echo $$ > '${hookPid}'; sleep 3; touch '${hookDone}'"], timeout: 30s }, then: revert }\n`);
+    const snap = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${good}`, ready: 'False' })));
+
+    const launcher = spawn(NODE, [BIN, 'run', '--now', '2026-11-01T12:05:00Z', '--config', config, '--snapshot', snap], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    launcher.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => launcher.on('exit', (code, sig) => resolve({ code, signal: sig })));
+    t.true(await waitFor(() => existsSync(hookPid) && readFileSync(hookPid, 'utf8').trim() !== '', 20_000), `the hook started: ${stderr}`);
+    const cli = reexecutes ? childrenOf(launcher.pid!) : [launcher.pid!];
+    t.is(cli.length, 1, 'the launcher runs one child');
+    const group = Number(readFileSync(hookPid, 'utf8'));
+
+    launcher.kill(signal);
+    const { code, signal: by } = await exited;
+    const number = os.constants.signals[signal];
+    if (reexecutes) t.is(code, 128 + number, `the launcher exits with 128 + ${signal}`);
+    else t.true(by === signal || code === 128 + number, `${code} ${by}`);
+    t.true(await waitFor(() => !alive(cli[0]!), 3000), 'the child that would write the revert is gone');
+    t.true(await waitFor(() => !alive(group), 3000), 'the hook is gone');
+
+    await sleep(4000); // past the moment the hook would have finished and the revert been written
+    t.false(existsSync(hookDone), 'the hook did not run to its end');
+    t.is(git(repo, 'rev-parse', 'main'), bad, 'no revert was written');
+    t.is(git(repo, 'status', '--porcelain'), '');
+  });
+}
+
+test('the launcher exits with its child\'s code', async (t) => {
+  const dir = tempDir('lastgood-signal-');
+  const run = (args: string[]) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(NODE, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('exit', (code) => resolve({ code, stderr }));
+    });
+  const missing = await run(['validate', '--config', path.join(dir, 'missing.yaml')]);
+  t.is(missing.code, 2, missing.stderr);
+  t.regex(missing.stderr, /missing\.yaml: cannot read the config: ENOENT/);
+  const ok = await run(['schema']);
+  t.is(ok.code, 0, ok.stderr);
+});
