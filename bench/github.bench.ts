@@ -16,6 +16,7 @@
  *   own work, including `git rev-list -- <path>` over the whole history, is inside the figure).
  * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three).
  */
+import { firstParentLog } from '../src/history/graph.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -45,7 +46,7 @@ async function oneRun(cached: string, target: string[]): Promise<{ ms: number; r
     const backend = createGitHubBackend({ owner: 'acme', repo: 'gitops', token: TOKEN, baseUrl: emulator.url, writeIntervalMs: 0 });
     const started = performance.now();
     const head = await backend.head('main');
-    const [bad] = await backend.commitsTouching(head, target, { limit: 1 });
+    const [bad] = await firstParentLog(backend, head, { paths: target, limit: 1 });
     if (!bad) throw new Error('no commit touches the target');
     const lkg = bad.parents[0]!;
     const good = await backend.listFiles(lkg, target);

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import type { Report, TargetOutcome } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
+import { scrubText } from './report/scrub.ts';
 import type { Observed } from './observe/types.ts';
 
 /**
@@ -11,24 +12,26 @@ import type { Observed } from './observe/types.ts';
  * logic here. Modules load when a command needs them: `lastgood health` over a folder of objects
  * should not pay for git, YAML editing and zod.
  */
-const { pino } = await import('pino');
+const { makeLogger } = await import('./report/log.ts');
 let logger: Logger | undefined;
-const log = (): Logger => (logger ??= pino({ level: process.env.LASTGOOD_LOG_LEVEL ?? 'warn', base: undefined, redact: ['token', '*.token'] }, pino.destination(2)));
+const log = (): Logger => (logger ??= makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'warn'));
 const { readSnapshots } = await import('./observe/snapshot.ts');
 const loadConfig = async (file: string) => (await import('./config/load.ts')).loadConfig(file);
 const engine = () => import('./engine.ts');
 const openRepo: typeof import('./deliver/registry.ts').openRepo = async (opts) => (await import('./deliver/registry.ts')).openRepo(opts);
 
-function parseNow(value: string | undefined): Date {
+/** --now is strict ISO 8601 with a zone: a lenient parse read "1" as the year 2001. */
+async function parseNow(value: string | undefined): Promise<Date> {
   if (value === undefined) return new Date();
-  const t = Date.parse(value);
-  if (Number.isNaN(t)) throw new InputError(`--now ${value}: not an ISO 8601 time`);
+  const { parseTime, TIME_FORMAT_HINT } = await import('./observe/times.ts');
+  const t = parseTime(value);
+  if (t === undefined) throw new InputError(`--now ${JSON.stringify(value)}: not a valid time (${TIME_FORMAT_HINT})`);
   return new Date(t);
 }
 
 /** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
-async function observe(snapshots: string[] | undefined, config: Config, target?: string): Promise<Observed[]> {
-  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
+async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date): Promise<Observed[]> {
+  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots, { now });
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
   const { selectTargets } = await engine();
@@ -41,6 +44,7 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
     apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
     token: process.env.LASTGOOD_GITHUB_TOKEN ?? process.env.GITHUB_TOKEN,
+    ...(repoFlag ? { fromFlag: true } : { configFile }),
   });
 }
 
@@ -56,6 +60,8 @@ let exitCode: ExitCode = 0;
 async function print(report: Report, json: boolean, showDiff = false): Promise<void> {
   const { formatReport, reportJson } = await import('./report/text.ts');
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff }));
+  // a target's error is in the report; stderr says it too, as for errors that stop the whole run
+  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${redact(t.error.message)}\n`);
   exitCode = (await engine()).exitCodeFor(report);
 }
 
@@ -74,7 +80,7 @@ program
   .argument('[files...]', 'YAML or JSON files or folders, "-" for stdin', ['-'])
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .action(async (files: string[], o: { now?: string }) => {
-    const now = parseNow(o.now);
+    const now = await parseNow(o.now);
     const { assess } = await import('./health/index.ts');
     for (const { object } of await readSnapshots(files.length ? files : ['-'])) {
       const h = assess(object, now);
@@ -100,13 +106,10 @@ program
   .option('--json', 'print one JSON document')
   .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean }) => {
     const config = await loadConfig(o.config);
-    const now = parseNow(o.now);
-    const observed = await observe(o.snapshot, config, o.target);
-    const { check, recordHealthy } = await engine();
-    const targets: TargetOutcome[] = check({ config, observed, now, target: o.target }).map(({ verdict, decision }) => ({
-      name: verdict.target, verdict: verdict.verdict, class: verdict.class, summary: verdict.summary, evidence: verdict.evidence,
-      action: decision.action, reason: decision.reason, bad: [],
-    }));
+    const now = await parseNow(o.now);
+    const observed = await observe(o.snapshot, config, o.target, now);
+    const { checkReport, recordHealthy } = await engine();
+    const { targets } = checkReport({ config, observed, now, target: o.target });
     if (o.record) {
       const repo = await repoFor(config, o.config, undefined);
       for (const r of await recordHealthy({ config, observed, now, target: o.target, repo })) {
@@ -160,10 +163,10 @@ program
   .option('--json', 'print one JSON document')
   .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
-    const now = parseNow(o.now);
+    const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
-    const observed = await observe(o.snapshot, config, o.target);
+    const observed = await observe(o.snapshot, config, o.target, now);
     const repo = await repoFor(config, o.config, o.repo);
     const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
     await print(report, Boolean(o.json), Boolean(o.dryRun));
@@ -185,12 +188,12 @@ program
   .option('--json', 'print one JSON document')
   .action(async (o: { config: string; target: string; bad?: string; to?: string; snapshot?: string[]; repo?: string; mode?: 'commit' | 'pull-request'; reason?: string; dryRun?: boolean; now?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
-    const now = parseNow(o.now);
+    const now = await parseNow(o.now);
     const { revertTarget, selectTargets } = await engine();
     const { evidenceFor, verdictFor } = await import('./decide/verdict.ts');
     const [target] = selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
-    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
+    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
     const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
     const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
@@ -223,7 +226,8 @@ try {
   if (error instanceof CommanderError) {
     process.exitCode = error.exitCode === 0 ? 0 : 2;
   } else if (error instanceof LastgoodError) {
-    process.stderr.write(`lastgood: ${error.message}\n`);
+    // already redacted; bounded too: an error may quote outside text
+    process.stderr.write(`lastgood: ${scrubText(error.message, { maxBytes: 16_384 })}\n`);
     process.exitCode = error.exitCode;
   } else {
     process.stderr.write(`lastgood: internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}\n`);

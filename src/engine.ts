@@ -6,13 +6,15 @@ import { repoGuards } from './history/guards.ts';
 import { hookPayload, runHook } from './decide/hook.ts';
 import { notify } from './report/notify.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
-import { InputError, RevertImpossible, StaleHeadError, type ExitCode } from './errors.ts';
+import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
+import { changedFiles, firstParentLog } from './history/graph.ts';
+import { blastRadius } from './revert/blast-radius.ts';
 import { locate, type Located } from './history/locate.ts';
 import { lastgoodTarget, revertedBy } from './history/trailers.ts';
 import type { Observed } from './observe/types.ts';
 import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './repo/types.ts';
 import { diffChange, diffStat, unifiedDiff } from './revert/diff.ts';
-import { commitMessage, evidenceLine, pullRequestText } from './revert/message.ts';
+import { commitMessage, evidenceLine, lkgPhrase, pullRequestText } from './revert/message.ts';
 import { newestVerified } from './history/notes.ts';
 import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
@@ -30,12 +32,20 @@ export interface TargetOutcome {
   bad: string[];
   lastKnownGood?: string;
   verified?: boolean;
+  /** what the last-known-good is, in words (verified, the applied revision, the commit before the first bad one) */
+  lkg?: string;
+  /** how the bad commits were found: the signals and what they said */
+  explanation?: string;
   commit?: string;
   branch?: string;
   pullRequest?: string;
   /** false when an earlier run already made this revert */
   created?: boolean;
-  /** dry run: the change that would be written */
+  /** what the objects say a person should know (Argo CD will sync a revert only after its retries end) */
+  notes?: string[];
+  /** this target's run ended in an error (the others went on): its exit code and message */
+  error?: { code: ExitCode; message: string };
+  /** dry run, or a plan the blast-radius guard refused: the change that would be written */
   diff?: string;
   diffStat?: string;
   message?: string;
@@ -66,7 +76,11 @@ export function selectTargets(config: Config, name?: string): ResolvedTarget[] {
 
 /** config + observed objects → each selected target's verdict. Pure. */
 function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: Verdict }> {
-  return selectTargets(opts.config, opts.target).map((target) => ({ target, verdict: verdictFor(target, evidenceFor(target, opts.observed, opts.now), opts.now) }));
+  const all = opts.config.targets.map((t) => ({ name: t.name, resources: t.resources }));
+  return selectTargets(opts.config, opts.target).map((target) => {
+    const others = all.filter((t) => t.name !== target.name).map((t) => t.resources);
+    return { target, verdict: verdictFor(target, evidenceFor(target, opts.observed, opts.now, others), opts.now) };
+  });
 }
 
 function decisionFor(target: ResolvedTarget, verdict: Verdict, opts: CheckOptions, guards: RepoGuards | undefined): Decision {
@@ -76,6 +90,11 @@ function decisionFor(target: ResolvedTarget, verdict: Verdict, opts: CheckOption
 /** config + observed objects → verdict and decision per target. Pure. */
 export function check(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: Verdict; decision: Decision }> {
   return verdicts(opts).map(({ target, verdict }) => ({ target, verdict, decision: decisionFor(target, verdict, opts, opts.guards?.get(target.name)) }));
+}
+
+/** `check` as the report shows it: each target's verdict and decision as an outcome (nothing located, nothing written). */
+export function checkReport(opts: CheckOptions): Report {
+  return { targets: check(opts).map(({ verdict, decision }) => baseOutcome(verdict, decision)) };
 }
 
 export interface RunOptions extends CheckOptions {
@@ -94,29 +113,38 @@ export async function run(opts: RunOptions): Promise<Report> {
   const targets: TargetOutcome[] = [];
   let head: string | undefined;
   for (const { target, verdict } of verdicts(opts)) {
-    // guards that need the repository (last revert, revert of a revert), only for targets that are failed or stuck
-    let guards = opts.guards?.get(target.name);
-    if (!guards && (verdict.verdict === 'failed' || verdict.verdict === 'stuck')) {
-      head ??= await opts.repo.head(opts.config.repo.branch);
-      guards = await repoGuards({ reader: opts.repo, head, target, evidence: verdict.evidence });
-    }
-    const decision = decisionFor(target, verdict, opts, guards);
-    const outcome = baseOutcome(verdict, decision);
-    targets.push(outcome);
+    let outcome: TargetOutcome | undefined;
     try {
+      // guards that need the repository (last revert, revert of a revert), only for targets that are failed or stuck
+      let guards = opts.guards?.get(target.name);
+      if (!guards && (verdict.verdict === 'failed' || verdict.verdict === 'stuck')) {
+        head ??= await opts.repo.head(opts.config.repo.branch);
+        guards = await repoGuards({ reader: opts.repo, head, target, evidence: verdict.evidence });
+      }
+      const decision = decisionFor(target, verdict, opts, guards);
+      outcome = baseOutcome(verdict, decision);
+      targets.push(outcome);
       // a hook whose policy does not revert (then: none | alert) runs here; one before a revert runs right before delivery
       const revert = decision.action === 'revert' || (decision.hook !== undefined && (await hookAlone(outcome, decision.hook, { ...opts, verdict })));
       if (revert) await revertInto(outcome, { ...opts, target, verdict, hook: decision.action === 'revert' ? decision.hook : undefined });
       else if (verdict.verdict === 'healthy' && !opts.dryRun) await closeSuperseded(outcome, opts);
     } catch (error) {
-      outcome.action = 'alert';
-      outcome.reason = `revert failed: ${error instanceof Error ? error.message : String(error)}`;
-      await notifyOutcomes({ targets }, opts);
-      throw error;
+      // one target's error never stops the others: it is reported, and the exit code is the worst
+      if (!outcome) targets.push((outcome = baseOutcome(verdict, { action: 'alert', reason: '' })));
+      recordError(outcome, error, opts.log);
     }
   }
   await notifyOutcomes({ targets }, opts);
   return { targets };
+}
+
+function recordError(outcome: TargetOutcome, error: unknown, log: Logger): void {
+  const code: ExitCode = error instanceof LastgoodError ? error.exitCode : 3;
+  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof LastgoodError)) log.error({ target: outcome.name, err: error }, 'internal error');
+  outcome.action = 'alert';
+  outcome.error = { code, message: redact(error instanceof LastgoodError ? message : `internal error: ${message}`) };
+  outcome.reason = `revert failed: ${outcome.error.message}`;
 }
 
 /**
@@ -187,6 +215,8 @@ export async function revertTarget(opts: RevertOptions): Promise<Report> {
 function baseOutcome(verdict: Verdict, decision: Decision): TargetOutcome {
   const o: TargetOutcome = { name: verdict.target, verdict: verdict.verdict, summary: verdict.summary, evidence: verdict.evidence, action: decision.action, reason: decision.reason, bad: [] };
   if (verdict.class) o.class = verdict.class;
+  const notes = [...new Set(verdict.evidence.flatMap((e) => e.notes ?? []))];
+  if (notes.length) o.notes = notes;
   return o;
 }
 
@@ -198,11 +228,13 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
   for (let attempt = 0; ; attempt++) {
     try {
       const head = await repo.head(branch);
-      const located = opts.bad ? await namedCommits(repo, head, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence });
+      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, verified: await verifiedCommits(repo, target.name) });
       if (!opts.bad) await preferVerified(repo, located, target);
       outcome.bad = located.bad.map((c) => c.oid);
       outcome.lastKnownGood = located.lastKnownGood;
       outcome.verified = located.verified;
+      outcome.lkg = lkgPhrase(located);
+      outcome.explanation = located.explanation;
       log.info({ target: target.name, revision: located.bad[0]?.oid, lastKnownGood: located.lastKnownGood }, 'located bad revision');
 
       const existing = located.alreadyRevertedBy ?? (await findExistingRevert(repo, head, target, located));
@@ -213,6 +245,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
         return;
       }
       const { change, planned } = await plan(opts, head, located);
+      if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
       if (change.files.length === 0) {
         outcome.created = false;
         outcome.reason = `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`;
@@ -221,6 +254,22 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       const diffs = await diffChange(repo, head, change.files);
       outcome.diffStat = diffStat(diffs);
       outcome.message = change.message;
+      const refused = blastRadius({
+        files: change.files,
+        before: await repo.listFiles(head, target.paths),
+        paths: target.paths,
+        strategy: planned.strategy,
+        touched: located.touched,
+        freezeFiles: planned.freezeFiles,
+        ...target.blastRadius,
+      });
+      if (refused.length > 0) {
+        // refused whatever the plan's reasons: the plan is shown, nothing is written
+        outcome.action = 'alert';
+        outcome.reason = `refused by the blast-radius guard: ${refused.join('; ')}; nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        return;
+      }
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {
         const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: opts.commitUrl });
@@ -261,7 +310,8 @@ function messageInput(opts: RevertOptions, located: Located, planned?: Planned) 
     strategy: planned?.strategy ?? (opts.target.strategy === 'restore' ? ('restore' as const) : ('revert' as const)),
     verdict: opts.verdict,
     located,
-    frozen: [...(planned?.notes ?? []), ...(planned?.frozen ?? [])],
+    notes: [...(planned?.notes ?? []), ...new Set(opts.verdict.evidence.flatMap((e) => e.notes ?? []))],
+    frozen: planned?.frozen ?? [],
     rejected: planned?.rejected ?? [],
     reason: opts.reason,
     now: opts.now,
@@ -271,6 +321,8 @@ function messageInput(opts: RevertOptions, located: Located, planned?: Planned) 
 interface Planned {
   files: FileChange[];
   strategy: 'revert' | 'restore';
+  /** the freeze edits' files */
+  freezeFiles: string[];
   frozen: string[];
   rejected: string[];
   /** what a person should know about how the plan was made (a fallback, a skipped freeze edit) */
@@ -285,13 +337,14 @@ interface Planned {
 async function planFiles(opts: RevertOptions, head: string, located: Located): Promise<Planned> {
   const { repo, target } = opts;
   const restore = () => planRestore(repo, { head, lastKnownGood: located.lastKnownGood, paths: target.paths });
-  const planned: Planned = { files: [], strategy: 'revert', frozen: [], rejected: [], notes: [] };
+  const planned: Planned = { files: [], strategy: 'revert', freezeFiles: [], frozen: [], rejected: [], notes: [] };
   if (target.strategy === 'restore' || located.bad.length === 0) {
     planned.files = await restore();
     planned.strategy = 'restore';
   } else {
     try {
-      planned.files = (await planRevert(repo, { head, bad: located.bad.map((c) => c.oid), paths: target.paths })).files;
+      const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
+      planned.files = (await planRevert(repo, { head, steps, paths: target.paths })).files;
     } catch (error) {
       if (!(error instanceof RevertImpossible) || target.strategy !== 'revert-or-restore') throw error;
       planned.files = await restore();
@@ -306,7 +359,10 @@ async function planFiles(opts: RevertOptions, head: string, located: Located): P
     for (const f of freeze.files) {
       // the revert's own content wins inside the target paths; the freeze edit of that file is left out and said
       if (taken.has(f.path)) planned.notes.push(`freeze edit of ${f.path} left out: the revert changes that file`);
-      else planned.files.push(f);
+      else {
+        planned.files.push(f);
+        planned.freezeFiles.push(f.path);
+      }
     }
     planned.frozen.push(...freeze.frozen, ...freeze.warnings.map((w) => `not frozen: ${w}`));
     planned.rejected.push(...freeze.rejected);
@@ -331,6 +387,12 @@ async function plan(opts: RevertOptions, head: string, located: Located): Promis
   return { change, planned };
 }
 
+/** The commits lastgood recorded healthy for a target (where the backend keeps records). */
+async function verifiedCommits(repo: RepoBackend, target: string): Promise<string[]> {
+  const store = repo.notes?.();
+  return store ? (await store.list(target)).map((r) => r.commit) : [];
+}
+
 /**
  * Verified last-known-good (git notes): the newest commit before the first bad one that lastgood
  * observed healthy for this target. Where its target paths equal those before the first bad
@@ -342,10 +404,10 @@ async function preferVerified(repo: RepoBackend, located: Located, target: Resol
   if (!store || located.alreadyRevertedBy) return;
   const records = await store.list(target.name);
   if (records.length === 0) return;
-  const candidates = await repo.commitsTouching(located.lastKnownGood, [], { limit: 1000 });
+  const candidates = await firstParentLog(repo, located.lastKnownGood, { limit: 1000 });
   const verified = newestVerified(records, target.name, candidates.map((c) => c.oid));
   if (!verified) return;
-  const between = await repo.commitsTouching(located.lastKnownGood, target.paths, { stop: verified });
+  const between = await firstParentLog(repo, located.lastKnownGood, { paths: target.paths, exclude: verified });
   if (between.length === 0) {
     // the target paths are the same at the verified commit and before the first bad one
     located.verified = true;
@@ -394,12 +456,12 @@ async function findExistingRevert(repo: RepoBackend, head: string, target: Resol
   const newestBad = located.bad[0];
   if (!newestBad) return undefined;
   // a revert always changes the target's paths: only those commits need reading (one listing on GitHub)
-  const since = await repo.commitsTouching(head, target.paths, { stop: newestBad.oid, limit: 1000 });
+  const since = await firstParentLog(repo, head, { paths: target.paths, exclude: newestBad.oid, limit: 1000 });
   return since.find((c) => lastgoodTarget(c.message) === target.name && revertedBy(c.message).includes(newestBad.oid))?.oid;
 }
 
 /** `--bad SHA [--to SHA]`: the person names the bad commit and, optionally, what to go back to. */
-async function namedCommits(repo: RepoBackend, head: string, badSha: string, toSha?: string): Promise<Located> {
+async function namedCommits(repo: RepoBackend, head: string, paths: string[], badSha: string, toSha?: string): Promise<Located> {
   const bad = await repo.resolveCommit(badSha);
   if (!bad) throw new InputError(`--bad ${badSha}: no such commit in the repository`);
   if (!(await repo.isAncestor(bad, head))) throw new InputError(`--bad ${badSha}: not on the configured branch`);
@@ -407,11 +469,24 @@ async function namedCommits(repo: RepoBackend, head: string, badSha: string, toS
   if (lastgoodTarget(commit.message)) throw new RevertImpossible(`${bad} is a lastgood revert: lastgood never reverts a revert`);
   const to = toSha ? await repo.resolveCommit(toSha) : commit.parents[0];
   if (!to) throw new InputError(toSha ? `--to ${toSha}: no such commit in the repository` : `${bad} is the first commit: there is nothing to go back to`);
-  return { bad: [commit], later: [], lastKnownGood: to, verified: false, how: 'revision', explanation: `named by a person (--bad ${bad.slice(0, 12)}${toSha ? ` --to ${to.slice(0, 12)}` : ''})` };
+  const touched = (await changedFiles(repo, commit.parents[0], commit.oid, paths)).map((d) => d.path);
+  return {
+    bad: [commit], later: [], lastKnownGood: to, verified: false, how: 'named',
+    explanation: `named by a person (--bad ${bad.slice(0, 12)}${toSha ? ` --to ${to.slice(0, 12)}` : ''})`,
+    revert: { kind: 'commits', steps: [{ base: commit.oid, theirs: commit.parents[0] }] },
+    touched,
+  };
 }
 
-/** DESIGN.md exit codes for a finished run: 1 when a target is failed or stuck and was not reverted. */
+/**
+ * DESIGN.md exit codes for a finished run, the worst over its targets: 3 an outside system failed,
+ * 2 bad input, 1 a target is failed or stuck and was not reverted, 0 otherwise.
+ */
 export function exitCodeFor(report: Report): ExitCode {
-  const unhandled = report.targets.some((t) => (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert');
-  return unhandled ? 1 : 0;
+  let code: ExitCode = 0;
+  for (const t of report.targets) {
+    const mine: ExitCode = t.error ? t.error.code : (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert' ? 1 : 0;
+    if (mine > code) code = mine;
+  }
+  return code;
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
-import { kustomization, yamlDocs } from './support/objects.ts';
+import { deployment, kustomization, yamlDocs } from './support/objects.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 
 /**
@@ -145,7 +145,11 @@ function eventFile(s: Scenario, fixture: string, edit?: (payload: any) => void):
 
 /** kubectl-style snapshot: the Kustomization applied c3 and is Ready (Flagger and alerts judge the release). */
 function healthyKustomizationSnapshot(s: Scenario): string {
-  return writeFile(s.workspace, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c3}`, applied: `main@sha1:${s.c3}`, ready: 'True', since: new Date(Date.now() - 120_000).toISOString() })));
+  return writeFile(s.workspace, 'cluster.yaml', yamlDocs(
+    kustomization({ attempted: `main@sha1:${s.c3}`, applied: `main@sha1:${s.c3}`, ready: 'True', since: new Date(Date.now() - 120_000).toISOString() }),
+    // the workload runs the release's image: what names the bad commit when Flux itself is Ready
+    deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'available' }),
+  ));
 }
 
 function assertNoToken(t: any, r: ActionResult): void {

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { firstParentLog } from '../src/history/graph.ts';
 import path from 'node:path';
 import { closeSupersededPullRequests, createGitHubBackend, pullRequestMarker, type GitHubBackendOptions } from '../src/deliver/github.ts';
 import { InputError, RemoteError } from '../src/errors.ts';
@@ -104,14 +105,15 @@ test('reader methods agree with native git', async (t) => {
 
   const native = (...args: string[]) => git(bare, 'rev-list', '--first-parent', ...args).split('\n').filter(Boolean);
   const oids = (list: Array<{ oid: string }>) => list.map((x) => x.oid);
-  t.deepEqual(oids(await backend.commitsTouching(head, ['apps/podinfo/'])), native(head, '--', 'apps/podinfo'));
-  t.deepEqual(oids(await backend.commitsTouching(head, ['apps/podinfo/', 'apps/other/app.yaml'])), native(head, '--', 'apps/podinfo', 'apps/other/app.yaml'));
-  t.deepEqual(oids(await backend.commitsTouching(head, ['apps/podinfo/'], { stop: c[1] })), native(`${c[1]}..${head}`, '--', 'apps/podinfo'));
-  t.deepEqual(oids(await backend.commitsTouching(head, ['apps/podinfo/'], { stop: c[2] })), [c[3]]);
-  t.deepEqual(oids(await backend.commitsTouching(head, ['apps/podinfo/'], { limit: 2 })), native(head, '-n', '2', '--', 'apps/podinfo'));
-  t.deepEqual(oids(await backend.commitsTouching(head, [])), native(head));
-  t.deepEqual(oids(await backend.commitsTouching(head, [], { stop: c[2], limit: 5 })), [c[4], c[3]]);
-  t.deepEqual(await backend.commitsTouching(head, ['apps/none/']), []);
+  // history semantics are the engine's (src/history/graph.ts), read through this backend's primitives
+  t.deepEqual(oids(await firstParentLog(backend, head, { paths: ['apps/podinfo/'] })), native(head, '--', 'apps/podinfo'));
+  t.deepEqual(oids(await firstParentLog(backend, head, { paths: ['apps/podinfo/', 'apps/other/app.yaml'] })), native(head, '--', 'apps/podinfo', 'apps/other/app.yaml'));
+  t.deepEqual(oids(await firstParentLog(backend, head, { paths: ['apps/podinfo/'], exclude: c[1] })), native(`${c[1]}..${head}`, '--', 'apps/podinfo'));
+  t.deepEqual(oids(await firstParentLog(backend, head, { paths: ['apps/podinfo/'], exclude: c[2] })), [c[3]]);
+  t.deepEqual(oids(await firstParentLog(backend, head, { paths: ['apps/podinfo/'], limit: 2 })), native(head, '-n', '2', '--', 'apps/podinfo'));
+  t.deepEqual(oids(await firstParentLog(backend, head)), native(head));
+  t.deepEqual(oids(await firstParentLog(backend, head, { exclude: c[2], limit: 5 })), [c[4], c[3]]);
+  t.deepEqual(await firstParentLog(backend, head, { paths: ['apps/none/'] }), []);
 
   const lsTree = (rev: string, p: string) =>
     new Map(

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { lastgood } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
-import { canary, kustomization, yamlDocs } from './support/objects.ts';
+import { canary, deployment, kustomization, yamlDocs } from './support/objects.ts';
 
 /** Policies and guards end to end: the spawned CLI, real git repositories, fixed clocks (issue 7). */
 
@@ -49,13 +49,15 @@ const FLAGGER_RESOURCES = `      - { apiVersion: flagger.app/v1beta1, kind: Cana
 function flaggerSnapshot(s: Scenario, phase: 'Failed' | 'Succeeded', since = FAILED_AT): string {
   return writeFile(s.dir, `cluster-${phase}.yaml`, yamlDocs(
     canary({ phase, weight: phase === 'Failed' ? 100 : 0, since }),
+    // the canary's target workload runs the release's image: what names the bad commit
+    deployment({ image: 'podinfo:6.1.0', state: 'available' }),
     kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c4}`, ready: 'True', since: '2026-11-01T11:50:00Z' }),
   ));
 }
 
 const json = (stdout: string) => JSON.parse(stdout).targets[0];
 
-test('Flagger 1.44 failed promotion (canaryWeight 100): waits for self-heal, then reverts once --now is past the wait', async (t) => {
+test('Flagger 1.44 failed promotion (canaryWeight 100): waits for self-heal, then alerts: a revert would route traffic to the broken primary', async (t) => {
   const s = scenario(FLAGGER_RESOURCES);
   const snap = flaggerSnapshot(s, 'Failed');
   const before = fingerprint(s.repo);
@@ -66,11 +68,22 @@ test('Flagger 1.44 failed promotion (canaryWeight 100): waits for self-heal, the
   t.is(waiting.verdict, 'failed');
   t.is(waiting.class, 'promotion');
   t.is(waiting.action, 'wait');
-  t.regex(waiting.reason, /^failed \(promotion\): Canary prod\/podinfo PromotionFailed 4m ago, 1\/2 confirmations, final verdict of the engine, waiting 6m more for it to heal, then revert$/);
+  t.regex(waiting.reason, /^failed \(promotion\): Canary prod\/podinfo PromotionFailed 4m ago, the engine's verdict is final \(no further assessment can change it\), waiting 6m more for it to heal, then revert$/);
   t.is(fingerprint(s.repo), before, 'nothing written while waiting');
 
   const late = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
-  t.is(late.code, 0, late.stderr);
+  t.is(late.code, 1, late.stderr);
+  const alerted = json(late.stdout);
+  t.is(alerted.action, 'alert');
+  t.regex(alerted.reason, /not reverted: .*primary.*allowRevertDuring/);
+  t.is(fingerprint(s.repo), before, 'nothing written');
+});
+
+test('Flagger 1.44 failed promotion, target opted in (allowRevertDuring): reverts once --now is past the wait', async (t) => {
+  const s = scenario(FLAGGER_RESOURCES, '    allowRevertDuring: [flagger-promotion-failure]\n');
+  const snap = flaggerSnapshot(s, 'Failed');
+  const late = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
+  t.is(late.code, 0, late.stderr + late.stdout);
   const reverted = json(late.stdout);
   t.is(reverted.action, 'revert');
   t.regex(reverted.reason, /not healed within 10m, revert/);

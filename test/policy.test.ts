@@ -60,7 +60,7 @@ const rows: Row[] = [
   // analysis × revert × confirmations
   { name: 'analysis revert: confirmed by two assessments', evidence: [failedCanary(3, { terminal: false })], observations: 2, action: 'revert', reason: /^failed \(analysis\): Canary prod\/podinfo Failed 3m ago, 2\/2 confirmations, revert$/ },
   { name: 'analysis revert: one assessment, not final: wait for the next', evidence: [failedCanary(3, { terminal: false })], observations: 1, action: 'wait', heldBy: 'confirmations', reason: /1\/2 confirmations$/ },
-  { name: 'analysis revert: one assessment of a final (terminal) verdict acts', evidence: [failedCanary(3)], action: 'revert', reason: /1\/2 confirmations, final verdict of the engine, revert$/ },
+  { name: 'analysis revert: one assessment of a final (terminal) verdict acts', evidence: [failedCanary(3)], action: 'revert', reason: /the engine's verdict is final \(no further assessment can change it\), revert$/ },
   { name: 'analysis revert: confirmations 5 and a non-terminal failure seen 4 times waits', evidence: [failedCanary(3, { terminal: false })], target: { confirmations: 5 }, observations: 4, action: 'wait', heldBy: 'confirmations', reason: /4\/5 confirmations/ },
   // analysis × alert / none
   { name: 'analysis alert', evidence: [failedCanary(3)], onFailure: { analysis: 'alert' }, action: 'alert', reason: /, alert$/ },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseTime } from '../observe/times.ts';
 import { parseDuration } from './duration.ts';
 
 /** A duration string ("15m", "1h30m"), kept as text in the config and parsed where used. */
@@ -8,32 +9,52 @@ export const Duration = z
   .describe('A duration: digits and a unit (ms, s, m, h, d), e.g. 15m or 1h30m');
 
 /**
- * A repo-relative path a revert may touch. "..", absolute paths, empty paths and backslashes are refused
- * here; paths through symlinks are refused against the repository at plan time.
+ * A repo-relative path a revert may touch. Every check runs on the normalised path ("./apps//x" is
+ * "apps/x"): whatever normalises to the repository root ("./.", ".//") is refused, as are "..",
+ * absolute paths, backslashes and NUL; paths through symlinks are refused against the repository at plan time.
  */
 export const RepoPath = z
   .string()
   .min(1, 'a path must not be empty')
-  .refine((p) => p.trim() !== '' && p !== '.' && p !== './', { message: 'a path must not be empty or the whole repository' })
   .refine((p) => !p.startsWith('/') && !/^[A-Za-z]:/.test(p), { message: 'a path must be relative to the repository root, not absolute' })
-  .refine((p) => !p.split('/').includes('..'), { message: 'a path must not contain ".."' })
   .refine((p) => !p.includes('\\') && !p.includes('\0'), { message: 'a path must use "/" separators' })
+  .refine((p) => !p.split('/').map((s) => s.trim()).includes('..'), { message: 'a path must not contain ".."' })
+  .refine((p) => normalizePath(p).replace(/\/$/, '').trim() !== '', { message: 'a path must not be empty or the whole repository (it names a file or folder inside it)' })
+  .refine((p) => !normalizePath(p).split('/').some((s) => s.toLowerCase() === '.git'), { message: 'a path must not reach into ".git"' })
   .describe('A path relative to the repository root; a trailing "/" names a folder');
 
 export const Action = z.enum(['revert', 'alert', 'none']);
+
+/** Hook timeouts: at least 1s, at most 1h (a longer one would overflow the timer and fire at once). */
+export const HOOK_TIMEOUT_MIN_MS = 1000;
+export const HOOK_TIMEOUT_MAX_MS = 3_600_000;
+const HookTimeout = Duration.refine((d) => {
+  const ms = parseDuration(d);
+  return ms === undefined || (ms >= HOOK_TIMEOUT_MIN_MS && ms <= HOOK_TIMEOUT_MAX_MS);
+}, { message: 'a hook timeout must be between 1s and 1h' });
+
+/** The names of environment variables a command hook may inherit although they look secret. */
+export const HookEnv = z
+  .object({
+    inherit: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).describe(
+      'variables the command inherits although lastgood withholds them by default: its own tokens (GITHUB_TOKEN, LASTGOOD_GITHUB_TOKEN, webhook URLs) and every variable whose name contains TOKEN, SECRET, PASSWORD, KEY, WEBHOOK or CREDENTIAL',
+    ),
+  })
+  .strict();
 
 /** A user-defined recovery step run before lastgood acts: POST the verdict as JSON, or a command reading it on stdin. */
 export const HookSpec = z.union([
   z
     .object({
       url: z.string().url().describe('POST the verdict as JSON to this URL; a 2xx answer is success'),
-      timeout: Duration.default('60s').describe('give up (and count the hook as failed) after this long'),
+      timeout: HookTimeout.default('60s').describe('give up (and count the hook as failed) after this long: 1s to 1h'),
     })
     .strict(),
   z
     .object({
       command: z.array(z.string().min(1)).min(1).describe('program and arguments (no shell); the verdict JSON is on stdin; exit 0 is success'),
-      timeout: Duration.default('60s').describe('kill the command (and count the hook as failed) after this long'),
+      timeout: HookTimeout.default('60s').describe('kill the command and every process it started (its process group) after this long, and count the hook as failed: 1s to 1h'),
+      env: HookEnv.optional().describe('the command runs with lastgood\'s environment minus its tokens and secret-looking variables; `inherit: [NAME, …]` passes those named through'),
     })
     .strict(),
 ]);
@@ -85,8 +106,28 @@ const TargetSettings = {
   settle: z.boolean().describe('hold a revert while another promotion or sync of the target is in flight'),
   maxAge: DurationOrOff.describe('ignore failures older than this ("off": never)'),
   cooldown: DurationOrOff.describe('no second revert of the same target within this long after the last one ("off": none)'),
-  freezeUntil: z.iso.datetime({ offset: true }).describe('no reverts (and no hooks) before this time, ISO 8601; also per object: annotation lastgood.dev/hold'),
+  freezeUntil: z.iso
+    .datetime({ offset: true, message: 'expected an ISO 8601 time with a zone, like 2026-11-01T12:00:00Z' })
+    .refine((t) => parseTime(t) !== undefined, { message: 'not a valid time (no such day or hour)' })
+    .describe('no reverts (and no hooks) before this time, ISO 8601 with a zone; also per object: annotation lastgood.dev/hold'),
 } as const;
+
+/**
+ * The blast-radius guard refuses a change that empties the target or, with strategy revert,
+ * changes files no bad commit changed. A target may allow either, knowingly.
+ */
+export const BlastRadius = z
+  .object({
+    allowEmpty: z.boolean().default(false).describe('allow a change that deletes every manifest of the target or empties a folder it lists'),
+    allowUntouchedFiles: z.boolean().default(false).describe('strategy revert: allow changing files that no bad commit changed'),
+  })
+  .strict()
+  .describe('what the blast-radius guard lets through for this target (default: nothing)');
+
+/** Failures where an automatic revert does harm by default; a target may opt in to reverting anyway. */
+export const RevertHazards = z
+  .array(z.enum(['flagger-promotion-failure']))
+  .describe('revert even in these hazardous cases (flagger-promotion-failure: Flagger >= 1.44 keeps the canary serving after a failed promotion, and a new revision then routes all traffic to the broken primary)');
 
 export const Resource = z
   .object({
@@ -97,9 +138,12 @@ export const Resource = z
   })
   .strict();
 
+/** A target name makes the branch lastgood/<target>/<sha>: git check-ref-format's rules hold for it. */
 export const TargetName = z
   .string()
-  .regex(/^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/, 'a target name is lower-case letters, digits, ".", "_" and "-" (it names git branches)');
+  .regex(/^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/, 'a target name is lower-case letters, digits, ".", "_" and "-" (it names git branches)')
+  .refine((n) => !n.includes('..'), { message: 'a target name must not contain ".." (git refuses it in a branch name)' })
+  .refine((n) => !n.endsWith('.lock'), { message: 'a target name must not end with ".lock" (git refuses it in a branch name)' });
 
 export const Target = z
   .object({
@@ -116,6 +160,8 @@ export const Target = z
     maxAge: TargetSettings.maxAge.optional(),
     cooldown: TargetSettings.cooldown.optional(),
     freezeUntil: TargetSettings.freezeUntil.optional(),
+    blastRadius: BlastRadius.optional(),
+    allowRevertDuring: RevertHazards.optional(),
   })
   .strict();
 
@@ -242,6 +288,9 @@ export interface ResolvedTarget {
   cooldownMs: number;
   /** no reverts or hooks before this ISO time */
   freezeUntil: string | undefined;
+  blastRadius: { allowEmpty: boolean; allowUntouchedFiles: boolean };
+  /** hazards this target opts in to reverting anyway */
+  allowRevertDuring: Array<z.output<typeof RevertHazards>[number]>;
 }
 
 export function resolveTarget(config: Config, target: TargetConfig): ResolvedTarget {
@@ -260,6 +309,8 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     maxAgeMs: offOrMs(target.maxAge ?? d.maxAge),
     cooldownMs: offOrMs(target.cooldown ?? d.cooldown) ?? 0,
     freezeUntil: target.freezeUntil ?? d.freezeUntil,
+    blastRadius: { allowEmpty: target.blastRadius?.allowEmpty ?? false, allowUntouchedFiles: target.blastRadius?.allowUntouchedFiles ?? false },
+    allowRevertDuring: target.allowRevertDuring ?? [],
   };
 }
 

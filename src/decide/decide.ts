@@ -5,7 +5,7 @@ import type { ActionKind, Decision, GuardName, HookPlan, RepoGuards, Verdict } f
 
 /** The target settings decide reads. Guard settings left out are off (tests pass plain data). */
 export type DecideTarget = Pick<ResolvedTarget, 'onFailure' | 'confirmations'> &
-  Partial<Pick<ResolvedTarget, 'stuckAfterMs' | 'settle' | 'maxAgeMs' | 'cooldownMs' | 'freezeUntil'>>;
+  Partial<Pick<ResolvedTarget, 'stuckAfterMs' | 'settle' | 'maxAgeMs' | 'cooldownMs' | 'freezeUntil' | 'allowRevertDuring'>>;
 
 export interface DecideInput {
   verdict: Verdict;
@@ -48,7 +48,8 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
     if (observations < needed && !terminal) {
       return held('wait', 'confirmations', `${verdict.summary}, ${observations}/${needed} confirmations`);
     }
-    parts.push(observations >= needed ? `${needed}/${needed} confirmations` : `${observations}/${needed} confirmations, final verdict of the engine`);
+    // a one-shot run sees one assessment: there the engine's own final verdict stands for the confirmations
+    parts.push(observations >= needed ? `${needed}/${needed} confirmations` : `the engine's verdict is final (no further assessment can change it)`);
   }
 
   let action: Exclude<ActionKind, 'wait'>;
@@ -75,6 +76,15 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
   // Alerts and ignores write nothing: no guard applies.
   if (action !== 'revert' && !hook) return decided(action);
 
+  if (action === 'revert') {
+    const hazard = verdict.evidence.find((e) => e.state === 'failed' && e.revertHazard && !(target.allowRevertDuring ?? []).includes(e.revertHazard.kind as never))?.revertHazard;
+    if (hazard?.kind === 'engine-rollback') {
+      return held('alert', 'hazard', `${verdict.summary}; ${hazard.message}: lastgood never reverts the engine's own rollback; alert`);
+    }
+    if (hazard) {
+      return held('alert', 'hazard', `${verdict.summary}; not reverted: ${hazard.message} (to revert anyway, list "${hazard.kind}" in the target's allowRevertDuring); alert`);
+    }
+  }
   if (action === 'revert' && guards?.revertOfRevert) {
     const r = guards.revertOfRevert;
     return held('alert', 'revert-of-revert', `${verdict.summary}; the revert itself failed: the failing revision ${r.commit.slice(0, 12)} is lastgood's own revert for ${r.target}: lastgood never reverts a revert, a person must look; alert`);
@@ -124,7 +134,7 @@ function failureTime(verdict: Verdict, target: DecideTarget): number | undefined
 
 function hookPlan(spec: HookSpecConfig, then: Exclude<ActionKind, 'wait'>, onFailure: Exclude<ActionKind, 'wait'>): HookPlan {
   const timeoutMs = parseDuration(spec.timeout)!;
-  return { spec: 'url' in spec ? { url: spec.url } : { command: spec.command }, timeoutMs, then, onFailure };
+  return { spec: 'url' in spec ? { url: spec.url } : { command: spec.command, ...(spec.env ? { env: spec.env } : {}) }, timeoutMs, then, onFailure };
 }
 
 /** Names a hook without its URL (a URL may carry a token). */

@@ -14,6 +14,8 @@ export interface Evidence extends Health {
   source?: string;
   /** the object's `lastgood.dev/hold` annotation: while present, lastgood writes nothing for the target */
   hold?: string;
+  /** a shared parent failing because of other targets' objects (says which): not this target's failure */
+  foreign?: string;
 }
 
 export interface Verdict {
@@ -39,9 +41,10 @@ export interface Decision {
   hook?: HookPlan;
 }
 
-export type GuardName = 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert';
+export type GuardName = 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'hazard';
 
-export type HookTarget = { url: string } | { command: string[] };
+/** `env.inherit`: secret-looking variables the command may inherit (decide/hook.ts withholds them otherwise). */
+export type HookTarget = { url: string } | { command: string[]; env?: { inherit: string[] } };
 
 export interface HookPlan {
   spec: HookTarget;

@@ -1,14 +1,21 @@
 import { assess } from '../health/index.ts';
 import { groupKind, type KubeObject, type Observed } from '../observe/types.ts';
+import type { ObjectRef } from '../health/types.ts';
 import type { ResolvedTarget } from '../config/schema.ts';
 import { formatDuration } from '../config/duration.ts';
 import type { Evidence, Verdict } from './types.ts';
 
-/** Finds each of the target's configured resources among the observed objects (API version may differ). */
-export function evidenceFor(target: Pick<ResolvedTarget, 'resources'>, observed: Observed[], now: Date): Evidence[] {
+type Resource = ResolvedTarget['resources'][number];
+
+/**
+ * Finds each of the target's configured resources among the observed objects (API version may
+ * differ). With `others` (the resources of every other target), a shared parent's failure that
+ * names only other targets' objects is marked `foreign`: it is not this target's failure.
+ */
+export function evidenceFor(target: Pick<ResolvedTarget, 'resources'>, observed: Observed[], now: Date, others: Resource[][] = []): Evidence[] {
   const index = new Map<string, Observed>();
   for (const o of observed) index.set(objectKey(groupKind(o.object.apiVersion, o.object.kind), o.object.metadata.namespace, o.object.metadata.name), o);
-  return target.resources.map((r) => {
+  const evidence = target.resources.map((r): Evidence => {
     const gk = groupKind(r.apiVersion, r.kind);
     const found = index.get(objectKey(gk, r.namespace, r.name));
     if (!found) {
@@ -17,8 +24,76 @@ export function evidenceFor(target: Pick<ResolvedTarget, 'resources'>, observed:
         state: 'unknown', reason: 'NotFound', message: 'the object was not found in what was observed',
       };
     }
-    return toEvidence(found.object, found.source, now);
+    return withTargetImages(toEvidence(found.object, found.source, now), found.object, index);
   });
+  for (const e of evidence) attribute(e, target.resources, others);
+  return evidence;
+}
+
+const CANARY = 'flagger.app/Canary';
+const ALERT = 'lastgood.dev/Alert';
+const WORKLOAD_KINDS: Record<string, string> = { deployment: 'apps/Deployment', statefulset: 'apps/StatefulSet', daemonset: 'apps/DaemonSet', rollout: 'argoproj.io/Rollout' };
+
+/** The workload an object fails about without naming its images: a Canary's target, an alert's `deployment`-style label. */
+function workloadOf(e: Evidence, object: KubeObject): Array<{ kind: string; name: string }> {
+  if (e.groupKind === CANARY) {
+    const targetRef = (object.spec as { targetRef?: { kind?: unknown; name?: unknown } } | undefined)?.targetRef;
+    const name = typeof targetRef?.name === 'string' ? targetRef.name : object.metadata.name;
+    const kind = typeof targetRef?.kind === 'string' ? targetRef.kind.toLowerCase() : 'deployment';
+    return WORKLOAD_KINDS[kind] ? [{ kind: WORKLOAD_KINDS[kind], name }] : [];
+  }
+  if (e.groupKind === ALERT) {
+    const labels = object.metadata.labels ?? {};
+    return Object.entries(WORKLOAD_KINDS).filter(([label]) => labels[label]).map(([label, kind]) => ({ kind, name: labels[label]! }));
+  }
+  return [];
+}
+
+/**
+ * A Flagger Canary does not say which images it tries; its target workload does (Flagger copies it
+ * to `<name>-primary` on promotion, so the target holds the new revision). Likewise an alert about
+ * a Deployment. Where that workload was observed too, its images are the failing object's
+ * attempted images: what locate matches against the history.
+ */
+function withTargetImages(e: Evidence, object: KubeObject, index: Map<string, Observed>): Evidence {
+  if (e.attempted?.images?.length) return e;
+  for (const w of workloadOf(e, object)) {
+    const workload = index.get(objectKey(w.kind, object.metadata.namespace, w.name));
+    const images = workload ? toEvidence(workload.object, workload.source, new Date(0)).attempted?.images : undefined;
+    if (images?.length) return { ...e, attempted: { ...(e.attempted ?? {}), images } };
+  }
+  return e;
+}
+
+/** The objects a target owns, as a parent's status names them: its resources, and a Canary's workloads (`<name>`, `<name>-primary`). */
+function owned(resources: Resource[]): Array<{ kind: string; namespace?: string; name: string }> {
+  const out: Array<{ kind: string; namespace?: string; name: string }> = [];
+  for (const r of resources) {
+    const gk = groupKind(r.apiVersion, r.kind);
+    out.push({ kind: gk, namespace: r.namespace, name: r.name });
+    if (gk === CANARY) for (const name of [r.name, `${r.name}-primary`]) out.push({ kind: 'apps/Deployment', namespace: r.namespace, name });
+  }
+  return out;
+}
+
+/** A named object is one of `refs` when kind (with or without its group), namespace and name agree. */
+function names(refs: Array<{ kind: string; namespace?: string; name: string }>, o: ObjectRef): boolean {
+  const bare = (k: string) => k.slice(k.lastIndexOf('/') + 1);
+  return refs.some((r) => r.name === o.name && (r.namespace ?? '') === (o.namespace ?? r.namespace ?? '') && (r.kind === o.kind || bare(r.kind) === bare(o.kind)));
+}
+
+/**
+ * A shared parent (one Flux Kustomization, one Argo CD Application for several targets) fails
+ * because of some objects; it fails this target only when one of them is this target's, or when
+ * none is any target's (then nobody can tell, and every target that lists it is failed).
+ */
+function attribute(e: Evidence, mine: Resource[], others: Resource[][]): void {
+  if (e.state !== 'failed' || !e.failingObjects?.length || others.length === 0) return;
+  const ours = owned(mine);
+  if (e.failingObjects.some((o) => names(ours, o))) return;
+  const theirs = e.failingObjects.filter((o) => others.some((resources) => names(owned(resources), o)));
+  if (theirs.length === 0) return;
+  e.foreign = `fails because of ${theirs.map((o) => `${o.kind}/${o.namespace ? `${o.namespace}/` : ''}${o.name}${o.status ? ` (${o.status})` : ''}`).join(', ')}, which belong${theirs.length === 1 ? 's' : ''} to another target`;
 }
 
 export function toEvidence(object: KubeObject, source: string, now: Date): Evidence {
@@ -48,7 +123,7 @@ function objectKey(gk: string, namespace: string | undefined, name: string): str
  * (time in state from the objects' own condition times; suspended objects are never stuck).
  */
 export function verdictFor(target: Pick<ResolvedTarget, 'name' | 'stuckAfterMs'>, evidence: Evidence[], now: Date): Verdict {
-  const failed = evidence.filter((e) => e.state === 'failed');
+  const failed = evidence.filter((e) => e.state === 'failed' && !e.foreign);
   if (failed.length > 0) {
     const cls = failed.every((e) => e.failureClass === 'promotion') ? 'promotion' : 'analysis';
     const since = earliest(failed.map((e) => e.since));
@@ -58,8 +133,11 @@ export function verdictFor(target: Pick<ResolvedTarget, 'name' | 'stuckAfterMs'>
       summary: `failed (${cls}): ${describe(first)} ${first.reason}${since ? ` ${formatDuration(now.getTime() - Date.parse(since))} ago` : ''}`,
     };
   }
-  if (evidence.every((e) => e.state === 'healthy')) {
-    return { target: target.name, verdict: 'healthy', evidence, summary: `healthy: ${evidence.length} object${evidence.length === 1 ? '' : 's'} healthy` };
+  const foreign = evidence.filter((e) => e.foreign);
+  const elsewhere = foreign.length ? `; ${foreign.map((e) => `${describe(e)} ${e.foreign}`).join('; ')}` : '';
+  if (evidence.every((e) => e.state === 'healthy' || e.foreign)) {
+    const own = evidence.length - foreign.length;
+    return { target: target.name, verdict: 'healthy', evidence, summary: `healthy: ${own} object${own === 1 ? '' : 's'} healthy${elsewhere}` };
   }
   const progressing = evidence.filter((e) => e.state === 'progressing');
   const since = earliest(progressing.map((e) => e.since));
@@ -70,7 +148,7 @@ export function verdictFor(target: Pick<ResolvedTarget, 'name' | 'stuckAfterMs'>
       summary: `stuck: ${describe(oldest)} ${oldest.reason} for ${formatDuration(now.getTime() - Date.parse(since))} (limit ${formatDuration(target.stuckAfterMs)})`,
     };
   }
-  const waiting = evidence.find((e) => e.state !== 'healthy')!;
+  const waiting = evidence.find((e) => e.state !== 'healthy' && !e.foreign)!;
   return {
     target: target.name, verdict: 'progressing', since, evidence,
     summary: `progressing: ${describe(waiting)} ${waiting.state} (${waiting.reason})${since ? ` for ${formatDuration(now.getTime() - Date.parse(since))}` : ''}`,

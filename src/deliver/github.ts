@@ -162,8 +162,25 @@ class GitHubRepo implements GitHubBackend {
       const { data } = await this.octokit.rest.git.getRef({ ...this.repoArgs, ref: `heads/${branch}` });
       return data.object.sha;
     } catch (error) {
-      if (isOctokitFailure(error) && error.status === 404) throw new InputError(`branch "${branch}" does not exist in ${this.description}`, { cause: error });
+      if (isOctokitFailure(error) && error.status === 404) {
+        // GitHub answers 404 alike for a missing branch and a repository the token cannot see: ask which
+        if (!(await this.repositoryVisible())) {
+          throw new InputError(`repository ${this.owner}/${this.repo} not found or not visible to the token (needs "contents: read" on it): ${this.description}`, { cause: error });
+        }
+        throw new InputError(`branch "${branch}" does not exist in ${this.description}`, { cause: error });
+      }
       throw this.wrap(`reading branch ${branch}`, undefined, error);
+    }
+  }
+
+  /** `GET /repos/{owner}/{repo}`: false on 404 (missing, or hidden from the token); other failures are RemoteErrors. */
+  private async repositoryVisible(): Promise<boolean> {
+    try {
+      await this.octokit.rest.repos.get(this.repoArgs);
+      return true;
+    } catch (error) {
+      if (isOctokitFailure(error) && error.status === 404) return false;
+      throw this.wrap(`reading repository ${this.owner}/${this.repo}`, undefined, error);
     }
   }
 
@@ -182,7 +199,10 @@ class GitHubRepo implements GitHubBackend {
   }
 
   async readCommit(oid: string): Promise<CommitInfo> {
-    const cached = this.commits.get(oid);
+    let cached = this.commits.get(oid);
+    if (cached) return cached;
+    await this.prefetch(oid).catch(() => undefined); // an unknown commit is reported by getCommit below
+    cached = this.commits.get(oid);
     if (cached) return cached;
     const { data } = await this.call(`reading commit ${oid}`, undefined, () => this.octokit.rest.git.getCommit({ ...this.repoArgs, commit_sha: oid }));
     const info: CommitInfo = {
@@ -198,80 +218,25 @@ class GitHubRepo implements GitHubBackend {
   }
 
   /**
-   * Through `GET /commits?sha=&path=` (one listing per path, 100 per page), merged newest first by
-   * committer date. Approximation, documented: GitHub's path history follows `git log -- <path>`
-   * (default history simplification), not `--first-parent`; on the linear histories GitOps repos
-   * keep, both are the same. With merges, a commit reached only through a second parent can be
-   * listed. The walk ends at `stop` (exclusive) or, when `stop` did not touch the paths, at the
-   * first commit older than `stop` (by committer date). With `paths` empty the first-parent chain
-   * is followed exactly.
+   * A commit listing from `from` (GitHub orders it newest first over the whole graph), cached: one
+   * request brings the commit and the hundred around it, so a walk down the history costs one
+   * request per hundred commits instead of one per commit.
    */
-  async commitsTouching(from: string, paths: string[], opts: { stop?: string; limit?: number } = {}): Promise<CommitInfo[]> {
-    const limit = opts.limit ?? Infinity;
-    if (limit <= 0 || from === opts.stop) return [];
-    if (paths.length === 0) return this.firstParentChain(from, opts.stop, limit);
-    const stopTime = opts.stop ? (await this.readCommit(opts.stop)).committer.timestamp : undefined;
-    const listings = paths.map((p) => this.listCommits(from, p.replace(/\/+$/, '')));
-    const heads: Array<CommitInfo | undefined> = await Promise.all(listings.map(async (l) => (await l.next()).value ?? undefined));
-    const out: CommitInfo[] = [];
-    const seen = new Set<string>();
-    while (out.length < limit) {
-      // the newest among the listings' current heads
-      let pick = -1;
-      for (const [i, c] of heads.entries()) {
-        if (c && (pick < 0 || c.committer.timestamp > heads[pick]!.committer.timestamp)) pick = i;
-      }
-      if (pick < 0) break;
-      const next = heads[pick]!;
-      if (next.oid === opts.stop || (stopTime !== undefined && next.committer.timestamp < stopTime)) break;
-      if (!seen.has(next.oid)) {
-        seen.add(next.oid);
-        out.push(next);
-      }
-      heads[pick] = (await listings[pick]!.next()).value ?? undefined;
+  private async prefetch(from: string): Promise<void> {
+    const { data } = await this.call(`listing commits from ${from.slice(0, 12)}`, undefined, () =>
+      this.octokit.rest.repos.listCommits({ ...this.repoArgs, sha: from, per_page: 100 }),
+    );
+    for (const item of data) {
+      if (this.commits.has(item.sha)) continue;
+      this.commits.set(item.sha, {
+        oid: item.sha,
+        parents: item.parents.map((p) => p.sha),
+        message: item.commit.message,
+        tree: item.commit.tree.sha,
+        author: personFrom(item.commit.author),
+        committer: personFrom(item.commit.committer),
+      });
     }
-    return out;
-  }
-
-  private async *listCommits(from: string, path: string | undefined): AsyncGenerator<CommitInfo, undefined> {
-    for (let page = 1; ; page++) {
-      const { data, headers } = await this.call(`listing commits${path ? ` of ${path}` : ''}`, undefined, () =>
-        this.octokit.rest.repos.listCommits({ ...this.repoArgs, sha: from, ...(path ? { path } : {}), per_page: 100, page }),
-      );
-      for (const item of data) {
-        const info: CommitInfo = {
-          oid: item.sha,
-          parents: item.parents.map((p) => p.sha),
-          message: item.commit.message,
-          tree: item.commit.tree.sha,
-          author: personFrom(item.commit.author),
-          committer: personFrom(item.commit.committer),
-        };
-        this.commits.set(info.oid, info);
-        yield info;
-      }
-      if (data.length < 100 || !/rel="next"/.test(headers.link ?? '')) return undefined;
-    }
-  }
-
-  /** Every commit along first parents, pages of 100 from the listing, walked by parent links. */
-  private async firstParentChain(from: string, stop: string | undefined, limit: number): Promise<CommitInfo[]> {
-    const out: CommitInfo[] = [];
-    const listing = this.listCommits(from, undefined);
-    const known = new Map<string, CommitInfo>();
-    let exhausted = false;
-    let oid: string | undefined = from;
-    while (oid && oid !== stop && out.length < limit) {
-      while (!known.has(oid) && !exhausted) {
-        const next = await listing.next();
-        if (next.done || !next.value) exhausted = true;
-        else known.set(next.value.oid, next.value);
-      }
-      const commit: CommitInfo = known.get(oid) ?? (await this.readCommit(oid));
-      out.push(commit);
-      oid = commit.parents[0];
-    }
-    return out;
   }
 
   async listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
@@ -295,7 +260,7 @@ class GitHubRepo implements GitHubBackend {
 
   private readonly readTreeItems = (sha: string) => this.readTree(sha);
 
-  private async readTree(sha: string): Promise<TreeItem[]> {
+  async readTree(sha: string): Promise<TreeItem[]> {
     let entries = this.trees.get(sha);
     if (!entries) {
       const { data } = await this.call(`reading tree ${sha}`, undefined, () => this.octokit.rest.git.getTree({ ...this.repoArgs, tree_sha: sha }));

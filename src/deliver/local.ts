@@ -5,7 +5,7 @@ import { InputError, RemoteError, StaleHeadError } from '../errors.ts';
 import { reviewBranch } from './branch.ts';
 import { openLocalNotes, type NotesStore } from '../history/notes.ts';
 import { entryAt, filesUnder } from './tree-walk.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend } from '../repo/types.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../repo/types.ts';
 
 interface Layout {
   /** working tree, undefined for a bare repository */
@@ -44,7 +44,9 @@ export class LocalRepo implements RepoBackend {
   readonly description: string;
   readonly layout: Layout;
   readonly cache: object = {};
-  private readonly trees = new Map<string, Array<{ path: string; oid: string; mode: string; type: string }>>();
+  private readonly trees = new Map<string, TreeItem[]>();
+  /** commits and trees are immutable: parsed once per backend */
+  private readonly commits = new Map<string, CommitInfo>();
 
   constructor(repoPath: string) {
     this.layout = findLayout(repoPath);
@@ -76,8 +78,10 @@ export class LocalRepo implements RepoBackend {
   }
 
   async readCommit(oid: string): Promise<CommitInfo> {
+    const known = this.commits.get(oid);
+    if (known) return known;
     const { commit } = await git.readCommit({ ...this.base, oid });
-    return {
+    const info: CommitInfo = {
       oid,
       parents: commit.parent,
       message: commit.message,
@@ -85,32 +89,12 @@ export class LocalRepo implements RepoBackend {
       author: { ...commit.author },
       committer: { ...commit.committer },
     };
-  }
-
-  async commitsTouching(from: string, paths: string[], opts: { stop?: string; limit?: number } = {}): Promise<CommitInfo[]> {
-    const out: CommitInfo[] = [];
-    let oid: string | undefined = from;
-    while (oid && oid !== opts.stop && (opts.limit === undefined || out.length < opts.limit)) {
-      const commit = await this.readCommit(oid);
-      const parent = commit.parents[0];
-      if (paths.length === 0 || (await this.touches(commit, parent, paths))) out.push(commit);
-      oid = parent;
-    }
-    return out;
-  }
-
-  private async touches(commit: CommitInfo, parent: string | undefined, paths: string[]): Promise<boolean> {
-    if (!parent) return (await Promise.all(paths.map((p) => this.pathOid(commit.oid, p)))).some(Boolean);
-    const parentTree = (await this.readCommit(parent)).tree;
-    if (parentTree === commit.tree) return false;
-    for (const p of paths) {
-      if ((await this.oidInTree(commit.tree, p)) !== (await this.oidInTree(parentTree, p))) return true;
-    }
-    return false;
+    this.commits.set(oid, info);
+    return info;
   }
 
   async listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
-    return filesUnder(this.readTree, (await this.readCommit(commit)).tree, paths);
+    return filesUnder(this.readTreeBound, (await this.readCommit(commit)).tree, paths);
   }
 
   async pathOid(commit: string, p: string): Promise<string | undefined> {
@@ -119,12 +103,16 @@ export class LocalRepo implements RepoBackend {
   }
 
   private async oidInTree(tree: string, p: string): Promise<string | undefined> {
-    return (await entryAt(this.readTree, tree, p.replace(/\/+$/, '')))?.oid;
+    return (await entryAt(this.readTreeBound, tree, p.replace(/\/+$/, '')))?.oid;
   }
 
-  private readonly readTree = (oid: string) => this.readTreeEntries(oid);
+  private readonly readTreeBound = (oid: string) => this.readTreeEntries(oid);
 
-  private async readTreeEntries(oid: string) {
+  readTree(oid: string): Promise<TreeItem[]> {
+    return this.readTreeEntries(oid);
+  }
+
+  private async readTreeEntries(oid: string): Promise<TreeItem[]> {
     let entries = this.trees.get(oid);
     if (!entries) {
       const { tree } = await git.readTree({ ...this.base, oid });

@@ -4,6 +4,7 @@
  */
 import type { ResolvedTarget } from '../config/schema.ts';
 import { lastgoodTarget } from './trailers.ts';
+import { firstParentLog } from './graph.ts';
 import type { RepoReader } from '../repo/types.ts';
 import { failingRevision } from '../decide/guards.ts';
 import type { Evidence, RepoGuards } from '../decide/types.ts';
@@ -27,7 +28,7 @@ export interface GatherInput {
  */
 export async function repoGuards({ reader, head, target, evidence }: GatherInput): Promise<RepoGuards> {
   const out: RepoGuards = {};
-  const recent = await reader.commitsTouching(head, target.paths, { limit: LAST_REVERT_SEARCH });
+  const recent = await firstParentLog(reader, head, { paths: target.paths, limit: LAST_REVERT_SEARCH });
   const last = recent.find((c) => lastgoodTarget(c.message) === target.name);
 
   const revision = failingRevision(evidence);

@@ -3,6 +3,9 @@ import type { NotesStore } from '../history/notes.ts';
 /**
  * The port between the pipeline and a config repository. history/ and revert/ only read through
  * RepoReader; deliver/ backends (local isomorphic-git, GitHub REST) implement RepoBackend.
+ * The port gives primitive reads only (commits, trees, blobs): what a history *means* (ranges,
+ * first-parent logs, which commits touched which paths) is decided once, in src/history/graph.ts,
+ * so every backend answers the same.
  * All SHAs are full 40-hex lower case; all paths are repo-relative with "/" separators, no leading "/".
  */
 
@@ -24,6 +27,14 @@ export interface CommitInfo {
   committer: Person;
 }
 
+/** One entry of a git tree: type "blob", "tree" or "commit" (a submodule). */
+export interface TreeItem {
+  path: string;
+  oid: string;
+  mode: string;
+  type: string;
+}
+
 /** A blob in a tree: mode is git's octal string ("100644", "100755", "120000"). */
 export interface FileEntry {
   oid: string;
@@ -36,18 +47,13 @@ export interface RepoReader {
   /** Expands an abbreviated SHA to a full one; undefined when unknown or ambiguous. */
   resolveCommit(shaOrPrefix: string): Promise<string | undefined>;
   readCommit(oid: string): Promise<CommitInfo>;
-  /**
-   * Commits reachable from `from` along first parents, newest first, stopping before `stop`
-   * (exclusive) or after `limit` commits, keeping only those whose tree at any of `paths`
-   * differs from their first parent's (a root commit touches every path it has).
-   * With `paths` empty, every commit is kept.
-   */
-  commitsTouching(from: string, paths: string[], opts?: { stop?: string; limit?: number }): Promise<CommitInfo[]>;
   /** Every blob under `paths` (a path ending in "/" or naming a tree is a folder) at `commit`. */
   listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>>;
   /** The oid of the tree or blob at `path` in `commit`, undefined when absent. */
   pathOid(commit: string, path: string): Promise<string | undefined>;
   readBlob(oid: string): Promise<Uint8Array>;
+  /** The entries of one tree (not recursive). */
+  readTree(oid: string): Promise<TreeItem[]>;
   /** True when `ancestor` is reachable from `descendant` (or equal to it). */
   isAncestor(ancestor: string, descendant: string): Promise<boolean>;
 }

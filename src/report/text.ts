@@ -1,9 +1,13 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine.ts';
+import { redact } from './scrub.ts';
 
-/** The human report of check/run/revert: what each target's verdict is, why, and what was done. */
+/**
+ * The human report of check/run/revert: what each target's verdict is, why, and what was done.
+ * Evidence was scrubbed where it entered (observe); the text is scrubbed again on the way out.
+ */
 export function formatReport(report: Report, opts: { showDiff?: boolean } = {}): string {
-  return report.targets.map((t) => formatTarget(t, opts)).join('\n');
+  return redact(report.targets.map((t) => formatTarget(t, opts)).join('\n'));
 }
 
 const VERDICT_LABEL: Record<TargetOutcome['verdict'], string> = { healthy: 'HEALTHY', progressing: 'PROGRESSING', failed: 'FAILED', stuck: 'STUCK' };
@@ -15,11 +19,15 @@ function formatTarget(t: TargetOutcome, opts: { showDiff?: boolean }): string {
   for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`);
   lines.push(`  decision: ${t.action} — ${t.reason}`);
   if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.join(', ')}`);
-  if (t.lastKnownGood) lines.push(`  last-known-good: ${t.lastKnownGood} (${t.verified ? 'verified: observed healthy' : 'unverified: the commit before the first bad one'})`);
+  if (t.explanation) lines.push(`  found by: ${t.explanation}`);
+  if (t.lastKnownGood) lines.push(`  last-known-good: ${t.lastKnownGood} (${t.lkg ?? (t.verified ? 'verified: observed healthy' : 'unverified')})`);
+  if (t.error) lines.push(`  error (exit ${t.error.code}): ${t.error.message}`);
+  for (const n of t.notes ?? []) lines.push(`  note: ${n}`);
   if (t.commit) lines.push(`  ${t.created === false ? 'existing commit' : 'new commit'}: ${t.commit}${t.branch ? ` on ${t.branch}` : ''}`);
   if (t.pullRequest) lines.push(`  pull request: ${t.pullRequest}`);
   if (t.diffStat && (t.commit || t.diff)) lines.push(...t.diffStat.split('\n').map((l) => `  ${l}`));
-  if (opts.showDiff && t.diff) lines.push('', t.diff);
+  // a dry run's diff on request; a plan that was refused (blast radius) is always shown
+  if (t.diff && (opts.showDiff || t.action === 'alert')) lines.push('', t.diff);
   return lines.join('\n') + '\n';
 }
 
@@ -29,9 +37,9 @@ function evidenceRow(e: Evidence): string {
   return `${ref} ${e.state} (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`;
 }
 
-/** The DESIGN.md --json document. */
+/** The DESIGN.md --json document, scrubbed (redact keeps JSON text valid). */
 export function reportJson(report: Report): string {
-  return JSON.stringify({ targets: report.targets.map(jsonTarget) }, null, 2) + '\n';
+  return redact(JSON.stringify({ targets: report.targets.map(jsonTarget) }, null, 2)) + '\n';
 }
 
 function jsonTarget(t: TargetOutcome): Record<string, unknown> {
@@ -48,5 +56,8 @@ function jsonTarget(t: TargetOutcome): Record<string, unknown> {
   if (t.branch) out.branch = t.branch;
   if (t.created !== undefined) out.created = t.created;
   if (t.diff !== undefined) out.diff = t.diff;
+  if (t.explanation) out.explanation = t.explanation;
+  if (t.notes) out.notes = t.notes;
+  if (t.error) out.error = t.error;
   return out;
 }

@@ -2,6 +2,7 @@ import type { Evidence, Verdict } from '../decide/types.ts';
 import type { Located } from '../history/locate.ts';
 import type { CommitInfo } from '../repo/types.ts';
 import { loadTemplate, render } from './template.ts';
+import { scrubText } from '../report/scrub.ts';
 
 export interface MessageInput {
   target: string;
@@ -11,6 +12,8 @@ export interface MessageInput {
   located: Located;
   /** lines saying what was frozen (image automation suspended, tags ignored) */
   frozen?: string[];
+  /** what a person should know about how the change was made (a fallback to restore, a freeze edit left out) */
+  notes?: string[];
   rejected?: string[];
   /** a person's reason (lastgood revert --reason) */
   reason?: string;
@@ -19,6 +22,13 @@ export interface MessageInput {
 
 const short = (sha: string) => sha.slice(0, 12);
 const subjectLine = (c: CommitInfo) => c.message.split('\n')[0]!.trim();
+
+/** What the last-known-good is, in words: verified, the applied revision, or the commit before the first bad one. */
+export function lkgPhrase(located: Pick<Located, 'verified' | 'lastKnownGood' | 'applied'>): string {
+  if (located.verified) return 'verified: observed healthy';
+  if (located.applied && located.applied === located.lastKnownGood) return 'unverified: the revision the GitOps engine last applied';
+  return 'unverified: the commit before the first bad one';
+}
 
 export function evidenceLine(e: Evidence): string {
   return `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name} state=${e.state} reason=${e.reason}`;
@@ -60,25 +70,27 @@ export function commitMessage(input: MessageInput): string {
       : `Kept (later commits to the same paths, not reverted):\n${located.later.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n')}\n`
     : '';
   const frozen = [
+    ...(input.notes?.length ? [`Notes:\n${input.notes.map((f) => `- ${f}`).join('\n')}`] : []),
     ...(input.frozen?.length ? [`Frozen:\n${input.frozen.map((f) => `- ${f}`).join('\n')}`] : []),
     ...(input.rejected?.length ? [`Rejected versions:\n${input.rejected.map((r) => `- ${r}`).join('\n')}`] : []),
     ...(input.reason ? [`Reason given: ${input.reason}`] : []),
   ].join('\n\n');
-  return render(loadTemplate('commit-message.md'), {
+  // evidence was scrubbed where it entered; a person's --reason was not: scrub again (git history is forever)
+  return scrubText(render(loadTemplate('commit-message.md'), {
     subject: oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${why})`).slice(0, 120),
     verb: input.strategy === 'restore' ? 'restored' : 'reverted the bad commits of',
     target: input.target,
     paths: input.paths.join(', '),
     verdict: verdictPhrase(verdict),
     lastKnownGood: located.lastKnownGood,
-    verified: located.verified ? 'verified: observed healthy' : 'unverified: the commit before the first bad one',
+    verified: lkgPhrase(located),
     explanation: located.explanation,
     evidence: evidenceBullets(verdict.evidence),
     badCommits: located.bad.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n'),
     later,
     frozen,
     trailers: trailers(input),
-  });
+  }), { maxBytes: 64 * 1024 });
 }
 
 export interface PullRequestInput extends MessageInput {
@@ -94,6 +106,7 @@ export function pullRequestText(input: PullRequestInput): { title: string; body:
   const link = (sha: string) => (input.commitUrl ? `[\`${short(sha)}\`](${input.commitUrl(sha)})` : `\`${short(sha)}\``);
   const commits = (cs: CommitInfo[]) => cs.map((c) => `- ${link(c.oid)} ${cell(subjectLine(c))}`).join('\n');
   const frozenLines = [...(input.frozen ?? []).map((f) => `- frozen: ${f}`), ...(input.rejected ?? []).map((r) => `- rejected version: \`${r}\``)];
+  const noteLines = (input.notes ?? []).map((n) => `- ${n}`);
   const body = render(loadTemplate('pull-request.md'), {
     verb: input.strategy === 'restore' ? 'restore' : 'revert',
     verbPresent: input.strategy === 'restore' ? 'restores' : 'reverts the bad commits in',
@@ -108,12 +121,12 @@ export function pullRequestText(input: PullRequestInput): { title: string; body:
     badCommits: commits(located.bad),
     later: located.later.length ? `${input.strategy === 'restore' ? 'Also undone by this restore' : 'Kept (later commits to the same paths)'}:\n\n${commits(located.later)}` : '',
     lastKnownGoodLink: link(located.lastKnownGood),
-    verified: located.verified ? '**verified**: observed healthy by lastgood' : '**unverified**: the commit before the first bad one',
+    verified: located.verified ? '**verified**: observed healthy by lastgood' : `**unverified**: ${lkgPhrase(located).replace(/^unverified: /, '')}`,
     explanation: cell(located.explanation),
     diffStat: '```\n' + input.diffStat + '\n```',
-    frozen: frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : '',
+    frozen: [noteLines.length ? `### Notes\n\n${noteLines.join('\n')}` : '', frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : ''].filter(Boolean).join('\n\n'),
     now: input.now.toISOString(),
   });
   const title = oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${verdict.verdict}${verdict.class && verdict.class !== 'stuck' ? `, ${verdict.class}` : ''})`);
-  return { title, body };
+  return { title: scrubText(title, { maxBytes: 256 }), body: scrubText(body, { maxBytes: 60_000 }) };
 }

@@ -8,7 +8,9 @@ import { isYamlPath, mergeYaml } from './yaml-merge.ts';
 /**
  * The `revert` strategy: `git revert` of each bad commit, newest first, restricted to the target
  * paths, computed on the object database alone (RepoReader), so that it runs the same on a local
- * repository and on GitHub's API.
+ * repository and on GitHub's API. Several bad commits of one range are undone as their net change
+ * (one step from the attempted revision back to the applied one), so that a person's revert inside
+ * the range cancels out instead of conflicting.
  *
  * For a bad commit B with first parent P, each file under the paths that B changed is merged
  * 3-way with base = B's version, ours = the current version (head, then what the previous
@@ -67,7 +69,23 @@ function mergeModes(base: string, ours: string, theirs: string): string | undefi
 
 const RANK: Record<MergeHow, number> = { clean: 0, line: 1, yaml: 2 };
 
-export async function planRevert(reader: RepoReader, opts: { head: string; bad: string[]; paths: string[] }): Promise<RevertPlan> {
+/** One undo step: the change from `theirs` to `base` is taken back (a commit and its first parent, or a whole range's ends). */
+export interface RevertStep {
+  base: string;
+  /** undefined: the empty tree (the bad commit is a root commit) */
+  theirs: string | undefined;
+}
+
+export interface RevertInput {
+  head: string;
+  paths: string[];
+  /** bad commits, newest first: each undone against its first parent */
+  bad?: string[];
+  /** or explicit steps (a range's net change: base = attempted, theirs = applied) */
+  steps?: RevertStep[];
+}
+
+export async function planRevert(reader: RepoReader, opts: RevertInput): Promise<RevertPlan> {
   const blobs = new Map<string, Promise<Uint8Array>>();
   const read = (v: Version): Promise<Uint8Array> => {
     if (v.content) return Promise.resolve(v.content);
@@ -126,13 +144,17 @@ export async function planRevert(reader: RepoReader, opts: { head: string; bad: 
     return { result: { oid, mode, content }, how: merged };
   }
 
-  for (const bad of opts.bad) {
+  const steps: RevertStep[] = [...(opts.steps ?? [])];
+  for (const bad of opts.bad ?? []) {
     const commit = await reader.readCommit(bad);
     const target = lastgoodTarget(commit.message);
     if (target !== undefined) {
       throw new RevertImpossible(`commit ${bad.slice(0, 12)} is a lastgood revert (Lastgood-Target: ${target}): lastgood never reverts its own reverts`, [bad]);
     }
-    const parent = commit.parents[0];
+    steps.push({ base: bad, theirs: commit.parents[0] });
+  }
+
+  for (const { base: bad, theirs: parent } of steps) {
     const [baseFiles, theirsFiles] = await Promise.all([
       reader.listFiles(bad, opts.paths),
       parent ? reader.listFiles(parent, opts.paths) : Promise.resolve(new Map<string, FileEntry>()),

@@ -1,0 +1,203 @@
+import test, { type ExecutionContext } from 'ava';
+import { asText, backends, evidenceOf, gitRevertOracle, History, locateAndPlan, type Outcome } from './support/history.ts';
+import { kustomization } from './support/objects.ts';
+
+/**
+ * Issue 11, class 1: histories that are not a straight line. Each shape is built with native git;
+ * locate and plan run through every backend and must agree; the bytes planned are compared with
+ * native `git revert` of what locate named.
+ */
+
+const APP = 'apps/podinfo/';
+const deploy = (tag: string, extra = '') => `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: podinfo
+spec:
+  template:
+    spec:
+      containers:
+        - name: app
+          image: ghcr.io/stefanprodan/podinfo:${tag}
+${extra}`;
+
+const failedFlux = (attempted: string, applied: string) => evidenceOf([kustomization({ attempted: `main@sha1:${attempted}`, applied: `main@sha1:${applied}`, ready: 'False' })]);
+
+/** Runs locate+plan on every backend, checks they agree, and (when a revert was planned) that git revert writes the same bytes. */
+async function everyBackend(t: ExecutionContext, h: History, paths: string[], evidence: ReturnType<typeof evidenceOf>): Promise<Outcome> {
+  const all = await backends(h.dir);
+  const outcomes: Outcome[] = [];
+  try {
+    for (const b of all) outcomes.push(await locateAndPlan(b.reader, paths, evidence));
+  } finally {
+    for (const b of all) await b.close();
+  }
+  const [local, ...others] = outcomes;
+  for (const [i, o] of others.entries()) {
+    t.deepEqual(o.located?.bad.map((c) => c.oid), local!.located?.bad.map((c) => c.oid), `${all[i + 1]!.name}: same bad commits as local`);
+    t.is(o.located?.lastKnownGood, local!.located?.lastKnownGood, `${all[i + 1]!.name}: same last-known-good`);
+    t.is(Boolean(o.refused), Boolean(local!.refused), `${all[i + 1]!.name}: refuses alike`);
+    t.deepEqual(asText(o.after), asText(local!.after), `${all[i + 1]!.name}: same bytes planned`);
+  }
+  if (local!.located && local!.after) {
+    const oracle = gitRevertOracle(h.dir, local!.located, paths);
+    t.falsy(oracle.conflict, 'git revert of the same commits is clean');
+    t.deepEqual(asText(local!.after), asText(oracle.after), 'the bytes git revert writes');
+  }
+  return local!;
+}
+
+test('linear: only the commit between applied and attempted that touched the paths is bad; LKG is the applied revision', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), 'apps/redis/values.yaml': 'replicas: 1\n' }, 'initial');
+  const applied = h.commit({ [`${APP}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas');
+  const bad = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'podinfo 6.1.0');
+  const attempted = h.commit({ 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
+  const o = await everyBackend(t, h, [APP], failedFlux(attempted, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad]);
+  t.is(o.located!.lastKnownGood, applied);
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'));
+  t.is(o.after!.get(`${APP}replicas.yaml`)!.toString(), 'replicas: 2\n');
+  t.regex(o.located!.explanation, new RegExp(`attempted ${attempted.slice(0, 12)} after applying ${applied.slice(0, 12)}`));
+});
+
+test('GitHub flow: a merged pull request is named by its merge commit, and its inner commits are reverted as one net change', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), [`${APP}config.yaml`]: 'level: info\n' }, 'initial');
+  const applied = h.commit({ 'README.md': 'gitops\n' }, 'docs');
+  h.branch('release-6.1', applied);
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'bump podinfo');
+  h.commit({ [`${APP}config.yaml`]: 'level: debug\n' }, 'debug logs for the release');
+  h.branch('main');
+  const merge = h.merge('release-6.1', 'Merge pull request #12 from acme/release-6.1');
+  const o = await everyBackend(t, h, [APP], failedFlux(merge, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [merge]);
+  t.is(o.located!.lastKnownGood, applied);
+  t.deepEqual(Object.keys(asText(o.after)), [`${APP}config.yaml`, `${APP}deploy.yaml`]);
+  t.is(o.after!.get(`${APP}config.yaml`)!.toString(), 'level: info\n');
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'));
+});
+
+test('git pull merge: the applied revision is reachable only through the second parent; the applied commits are kept, the walk never passes them', async (t) => {
+  const h = new History();
+  const root = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), [`${APP}config.yaml`]: 'level: info\n' }, 'create podinfo');
+  // someone pushed a good change that the cluster applied
+  const applied = h.commit({ [`${APP}config.yaml`]: 'level: warn\n' }, 'podinfo: quieter logs');
+  // someone else worked from the older main, then ran `git pull` (a merge whose first parent is their own work)
+  h.branch('local', root);
+  const bad = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'podinfo 6.1.0');
+  const pulled = h.merge('main', "Merge branch 'main' of github.com:acme/gitops");
+  h.branch('main');
+  h.git('merge', '-q', '--ff-only', 'local');
+  const o = await everyBackend(t, h, [APP], failedFlux(pulled, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad], 'the local commit, not the merge, not the applied one, not the root');
+  t.is(o.located!.lastKnownGood, applied);
+  t.not(o.located!.lastKnownGood, root);
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'));
+  t.is(o.after!.get(`${APP}config.yaml`)!.toString(), 'level: warn\n', 'the applied change survives');
+  t.is(o.after!.size, 2, 'the target is not deleted');
+});
+
+test('git pull merge where both sides changed the same file: the conflict resolution stays, only the local change is undone', async (t) => {
+  const h = new History();
+  const root = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0', '      replicas: 1\n') }, 'create podinfo');
+  const applied = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0', '      replicas: 3\n') }, 'podinfo: three replicas');
+  h.branch('local', root);
+  const bad = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0', '      replicas: 1\n') }, 'podinfo 6.1.0');
+  const pulled = h.mergeResolving('main', { [`${APP}deploy.yaml`]: deploy('6.1.0', '      replicas: 3\n') });
+  h.branch('main');
+  h.git('merge', '-q', '--ff-only', 'local');
+  const o = await everyBackend(t, h, [APP], failedFlux(pulled, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad]);
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0', '      replicas: 3\n'));
+});
+
+test('main merged into a release branch: the merge is the bad unit, the release branch head is the last-known-good', async (t) => {
+  const h = new History();
+  const root = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), 'apps/redis/values.yaml': 'replicas: 1\n' }, 'initial');
+  h.branch('release', root);
+  const applied = h.commit({ 'apps/redis/values.yaml': 'replicas: 2\n' }, 'release: redis two replicas');
+  h.branch('main');
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'podinfo 6.1.0');
+  h.commit({ 'docs/x.md': 'x\n' }, 'docs');
+  h.branch('release');
+  const merge = h.merge('main', "Merge branch 'main' into release");
+  h.git('branch', '-f', 'main', 'release');
+  const o = await everyBackend(t, h, [APP], failedFlux(merge, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [merge]);
+  t.is(o.located!.lastKnownGood, applied);
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'));
+});
+
+test('squash merge: the squashed commit is bad', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0') }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const squash = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0'), [`${APP}hpa.yaml`]: 'kind: HorizontalPodAutoscaler\n' }, 'podinfo 6.1.0 (#13)');
+  const o = await everyBackend(t, h, [APP], failedFlux(squash, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [squash]);
+  t.deepEqual(Object.keys(asText(o.after)), [`${APP}deploy.yaml`], 'the added file is removed');
+});
+
+test('a person\'s revert inside the range cancels out: only the change that remains is bad, and the revert is clean', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0', '      replicas: 1\n') }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const tried = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0', '      replicas: 5\n') }, 'podinfo: five replicas');
+  h.revert(tried);
+  const bad = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0', '      replicas: 1\n') }, 'podinfo 6.1.0');
+  const o = await everyBackend(t, h, [APP], failedFlux(bad, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad]);
+  t.is(o.located!.revert.kind, 'range');
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0', '      replicas: 1\n'));
+});
+
+test('several bad commits in the range are reverted as their net change, even where one-by-one reverts would conflict', async (t) => {
+  const h = new History();
+  const file = (lines: string[]) => `${lines.join('\n')}\n`;
+  h.commit({ [`${APP}values.yaml`]: file(['a: 1', 'b: 2', 'c: 3', 'x: 0', 'image: 6.0.0']) }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const first = h.commit({ [`${APP}values.yaml`]: file(['a: 1', 'b: 2', 'debug: true', 'c: 3', 'x: 0', 'image: 6.0.0']) }, 'debug on');
+  const second = h.commit({ [`${APP}values.yaml`]: file(['a: 1', 'b: 2', 'c: 3', 'x: 0', 'image: 6.1.0']) }, 'debug off, podinfo 6.1.0');
+  // a later good change where the first commit's line was: undoing the two one by one re-adds that line next to it
+  h.commit({ [`${APP}values.yaml`]: file(['a: 1', 'b: 2', 'c: 4', 'x: 0', 'image: 6.1.0']) }, 'c: 4');
+  const o = await everyBackend(t, h, [APP], failedFlux(second, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [second, first]);
+  t.is(o.located!.revert.kind, 'range');
+  t.is(o.after!.get(`${APP}values.yaml`)!.toString(), file(['a: 1', 'b: 2', 'c: 4', 'x: 0', 'image: 6.0.0']));
+  // one by one, git itself conflicts
+  const oneByOne = gitRevertOracle(h.dir, { ...o.located!, revert: { kind: 'commits', steps: [{ base: second, theirs: first }, { base: first, theirs: applied }] } }, [APP]);
+  t.true(oneByOne.conflict);
+});
+
+test('a range that cannot be bounded (the applied revision is not an ancestor: a force-push) is refused with the reason', async (t) => {
+  const h = new History();
+  const root = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0') }, 'initial');
+  h.branch('gone', root);
+  const orphaned = h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.1') }, 'force-pushed away');
+  h.branch('main');
+  const attempted = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'podinfo 6.1.0');
+  const o = await everyBackend(t, h, [APP], failedFlux(attempted, orphaned));
+  t.regex(o.refused!, /cannot be bounded: .* applied [0-9a-f]{12}, which is not an ancestor of the attempted/);
+});
+
+test('applied = attempted with no failing image or chart named: refused, saying the engine reports the failing revision as applied', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0') }, 'initial');
+  const c = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'podinfo 6.1.0');
+  const o = await everyBackend(t, h, [APP], failedFlux(c, c));
+  t.regex(o.refused!, /reports the failing revision [0-9a-f]{12} as applied/);
+});
+
+test('no applied revision reported (an event): the failing revision is named only when it changed the target paths itself', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0') }, 'initial');
+  const bad = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0') }, 'podinfo 6.1.0');
+  const own = await everyBackend(t, h, [APP], evidenceOf([kustomization({ attempted: `main@sha1:${bad}`, ready: 'False' })]));
+  t.deepEqual(own.located!.bad.map((c) => c.oid), [bad]);
+  t.regex(own.located!.explanation, /the failing revision [0-9a-f]{12} itself changed the target paths \(earlier commits are not blamed/);
+  // a failing revision that did not touch the paths: the newest commit below it is never taken by default
+  const unrelated = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const o = await everyBackend(t, h, [APP], evidenceOf([kustomization({ attempted: `main@sha1:${unrelated}`, ready: 'False' })]));
+  t.regex(o.refused!, /reports no applied revision, so where the bad commits begin is unknown; the failing revision did not change the target paths itself/);
+});
