@@ -201,3 +201,34 @@ test('no applied revision reported (an event): the failing revision is named onl
   const o = await everyBackend(t, h, [APP], evidenceOf([kustomization({ attempted: `main@sha1:${unrelated}`, ready: 'False' })]));
   t.regex(o.refused!, /reports no applied revision, so where the bad commits begin is unknown; the failing revision did not change the target paths itself/);
 });
+
+test('YAML with CRLF, a byte-order mark, no final newline, anchors and a YAML 1.1 octal: the revert writes exactly what git revert writes', async (t) => {
+  const h = new History();
+  const file = (tag: string, replicas: number) =>
+    '\ufeff# prod values\r\ndefaults: &defaults\r\n  mode: 0750\r\n  pull: IfNotPresent\r\n\r\nimage:\r\n  <<: *defaults\r\n  tag: ' + tag + '  # set by CI\r\n\r\nscale:\r\n  replicas: ' + replicas;
+  h.commit({ [`${APP}values.yaml`]: file('1.0.0', 2) }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const bad = h.commit({ [`${APP}values.yaml`]: file('1.1.0', 2) }, 'release 1.1.0');
+  h.commit({ [`${APP}values.yaml`]: file('1.1.0', 5) }, 'scale to 5');
+  const o = await everyBackend(t, h, [APP], failedFlux(bad, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad]);
+  t.deepEqual(o.after!.get(`${APP}values.yaml`), Buffer.from(file('1.0.0', 5)), 'CRLF, BOM, comments, the anchor, 0750 and the missing final newline, byte for byte');
+});
+
+test('YAML edits on adjacent lines (git conflicts): the structural merge keeps every untouched byte, or refuses', async (t) => {
+  const h = new History();
+  const file = (tag: string, pull: string) => `image:\r\n  tag: ${tag}\r\n  pullPolicy: ${pull}\r\nmode: 0750`;
+  h.commit({ [`${APP}values.yaml`]: file('1.0.0', 'IfNotPresent') }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const bad = h.commit({ [`${APP}values.yaml`]: file('1.1.0', 'IfNotPresent') }, 'release 1.1.0');
+  h.commit({ [`${APP}values.yaml`]: file('1.1.0', 'Always') }, 'always pull');
+  const all = await backends(h.dir);
+  try {
+    for (const b of all) {
+      const o = await locateAndPlan(b.reader, [APP], failedFlux(bad, applied));
+      t.deepEqual(o.after!.get(`${APP}values.yaml`), Buffer.from(file('1.0.0', 'Always')), b.name);
+    }
+  } finally {
+    for (const b of all) await b.close();
+  }
+});

@@ -5,6 +5,7 @@ import path from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
+import { mergeFile } from '../src/revert/merge-file.ts';
 import { mergeText } from '../src/revert/merge-lines.ts';
 import { mergeYaml } from '../src/revert/yaml-merge.ts';
 
@@ -169,4 +170,94 @@ test('diff3 against git merge-file on files with repeated lines: it conflicts wh
   );
   t.log(seen);
   t.true(seen.bothConflict > 0 && seen.bothClean > 0);
+});
+
+// ---- the structural merge on bytes (mergeFile), where the line merge conflicts ----
+
+type Outcome = { how: string; bytes: Buffer } | { conflict: string };
+const yamlMerge = (base: string, ours: string, theirs: string, file = 'm.yaml'): Outcome => {
+  const r = mergeFile(file, Buffer.from(base), Buffer.from(ours), Buffer.from(theirs));
+  return r.clean ? { how: r.how, bytes: Buffer.from(r.content) } : { conflict: r.conflict };
+};
+const merged = (text: string): Outcome => ({ how: 'yaml', bytes: Buffer.from(text) });
+const conflictOf = (r: Outcome): string => ('conflict' in r ? r.conflict : '');
+
+test('anchors, aliases and merge keys: a change next to them merges and leaves them as written', (t) => {
+  const file = (image: string, replicas: number) =>
+    `shared: &shared\n  timeout: 30\nweb:\n  <<: *shared\n  image: ${image}\n  replicas: ${replicas}\nworker: *shared\n`;
+  // the bad commit bumped the image, a later commit scaled on the next line: git conflicts
+  t.deepEqual(yamlMerge(file('web:2', 2), file('web:2', 4), file('web:1', 2)), merged(file('web:1', 4)));
+});
+
+test('anchors, aliases and merge keys: a change that reaches one is a conflict that names it, never a crash', (t) => {
+  const file = (timeout: number, retries: number, worker = '*shared', merge = '*shared') =>
+    `shared: &shared\n  timeout: ${timeout}\n  retries: ${retries}\nweb:\n  <<: ${merge}\n  image: web:1\nworker: ${worker}\n`;
+  // inside the anchored map: every alias would change with it
+  t.is(
+    conflictOf(yamlMerge(file(30, 1), file(30, 2), file(10, 1))),
+    'both sides changed lines 2-3; cannot merge structurally: document 1: shared.timeout changes an anchored or aliased node (&shared)',
+  );
+  // an alias replaced by a value, next to a later edit
+  t.is(
+    conflictOf(yamlMerge(file(30, 1) + 'x: 1\n', file(30, 1) + 'x: 2\n', file(30, 1, '{timeout: 5}') + 'x: 1\n')),
+    'both sides changed lines 7-8; cannot merge structurally: document 1: worker changes an anchored or aliased node (*shared)',
+  );
+  // a merge key changed next to a later edit
+  t.regex(conflictOf(yamlMerge(file(30, 1), file(30, 1).replace('image: web:1', 'image: web:2'), file(30, 1, '*shared', '{timeout: 1}'))), /cannot merge structurally: document 1: web\.<< changes an anchored or aliased node \(\*shared\)/);
+  // an alias to no anchor, an alias before its anchor
+  for (const [broken, name] of [['a: *nope\nb: 1\n', 'nope'], ['a: *late\nb: &late 1\n', 'late']] as const) {
+    const r = yamlMerge(broken, broken.replace('b:', 'c:'), broken.replace('a:', 'z:'));
+    t.is(conflictOf(r), `both sides changed lines 1-2; cannot merge structurally: Unresolved alias (the anchor must be set before the alias): ${name}`);
+  }
+});
+
+test('YAML 1.1 scalars stay exactly as written: untouched ones, and the ones the revert brings back', (t) => {
+  const file = (image: string, pullPolicy: string) =>
+    `mode: 0750\nold: 0o750\nenabled: yes\nlimit: 1e3\nname: "quoted"\nother: 'single'\nnothing: ~\nhex: 0x1F\nhalf: .5\nwhen: 2001-12-14t21:59:43.10-05:00\nraw: !!str 1e3\nimage: ${image}\npullPolicy: ${pullPolicy}\n`;
+  t.deepEqual(yamlMerge(file('app:2', 'IfNotPresent'), file('app:2', 'Always'), file('app:1', 'IfNotPresent')), merged(file('app:1', 'Always')));
+  // the revert brings back theirs' octal as written, not as the yaml library would print it
+  const modes = (mode: string, uid: number) => `kind: Config\nmode: ${mode}\nuid: ${uid}\n`;
+  t.deepEqual(yamlMerge(modes('0644', 1), modes('0644', 2), modes('0750', 1)), merged(modes('0750', 2)));
+  // the printed path (both sides changed one line's comment, theirs its value too) keeps them as well
+  const printed = (value: string, comment: string) => `kind: Config\nmode: 0750\nk0: ${value} # ${comment}\nflag: yes\nraw: !!str 1e3\n`;
+  t.deepEqual(yamlMerge(printed('v1', 'c2'), printed('v1', 'c5'), printed('0o640', 'note')), merged(printed('0o640', 'c5')));
+});
+
+test('CRLF YAML stays CRLF on every line, byte for byte, whichever way it is merged', (t) => {
+  const crlf = (s: string) => s.replace(/\n/g, '\r\n');
+  const file = (a: number, b: number) => crlf(`# config\nkind: Config\na: ${a}  # spaced\nb: ${b}\nmode: 0750\n`);
+  t.deepEqual(yamlMerge(file(1, 1), file(2, 1), file(1, 3)), merged(file(2, 3)));
+  // the printed path: a key theirs brings back lands in CRLF too
+  const printed = (value: string, comment: string, extra = '') => crlf(`kind: Config\nk0: ${value}  # ${comment}\n${extra}mode: 0750\n`);
+  t.deepEqual(yamlMerge(printed('v1', 'c2'), printed('v1', 'c5'), printed('v9', 'note', 'added: yes\n')), merged(printed('v9', 'c5', 'added: yes\n')));
+});
+
+test('a YAML file without a final newline stays without one; a BOM stays; comments and spacing stay', (t) => {
+  const file = (a: number, b: number) => `# top\n\nkind: Config   # aligned\na: ${a}\nb: ${b}\n#   end`;
+  t.deepEqual(yamlMerge(file(1, 1), file(2, 1), file(1, 3)), merged(file(2, 3)));
+  const printed = (value: string, comment: string) => `kind: Config\nk0: ${value}    #   ${comment}\nk1: 0750`;
+  t.deepEqual(yamlMerge(printed('v1', 'c2'), printed('v1', 'c5'), printed('v9', 'note')), merged(printed('v9', 'c5')));
+  // the change is at the end: as in git, the final line end is theirs' where ours kept base's
+  t.deepEqual(yamlMerge('k0: 1\nk1: 0750', 'k0: 2\nk1: 0750', 'k0: 1\nk1: 0640\n'), merged('k0: 2\nk1: 0640\n'));
+  const bom = '\uFEFF';
+  t.deepEqual(yamlMerge(`${bom}a: 1\nb: 1\n`, `${bom}a: 2\nb: 1\n`, `${bom}a: 1\nb: 3\n`), merged(`${bom}a: 2\nb: 3\n`));
+  t.deepEqual(yamlMerge(`${bom}${printed('v1', 'c2')}`, `${bom}${printed('v1', 'c5')}`, `${bom}${printed('v9', 'note')}`), merged(`${bom}${printed('v9', 'c5')}`));
+});
+
+test('where the structural merge could only reformat ours, it refuses with a conflict that says so', (t) => {
+  // a whitespace-only line the printer drops, where theirs brings a key back: git conflicts, and
+  // keeping the line is not possible without guessing
+  const r = yamlMerge('a: 1\nb: 2\n', '\t\nb: 2\n', 'c: 3\nb: 2\n');
+  t.deepEqual(r, { conflict: 'both sides changed line 1; cannot merge structurally: the structural merge would reformat the file (line 1 would change: "\\t")' });
+});
+
+test('a comment ours wrote in a list it otherwise left alone survives theirs\' change next to it', (t) => {
+  const file = (image: string, comment = '') => `spec:\n  containers:\n  - name: app${comment}\n    image: ${image}\n  - name: sidecar\n    image: envoy:1\n`;
+  t.deepEqual(yamlMerge(file('app:2'), file('app:2', ' # main'), file('app:1')), merged(file('app:1', ' # main')));
+  // where theirs reorders the list, it could only be taken whole: ours' comment would go, so it conflicts
+  const reordered = 'spec:\n  containers:\n  - name: sidecar\n    image: envoy:1\n  - name: app\n    image: app:2\n';
+  t.is(
+    conflictOf(yamlMerge(file('app:2'), file('app:2', ' # main'), reordered)),
+    'both sides changed lines 3-6; cannot merge structurally: document 1: spec.containers would be replaced whole, losing comments added or changed in it since the bad commit',
+  );
 });

@@ -177,3 +177,70 @@ export function mergeText(base: string, ours: string, theirs: string): { clean: 
   const result = mergeLines(splitLines(base), splitLines(ours), splitLines(theirs));
   return result.clean ? { clean: true, text: result.lines.join('') } : result;
 }
+
+/**
+ * A looser diff3, only for laying out a result that is checked afterwards (yaml-merge.ts verifies
+ * every text it takes from here): never use it to decide whether a merge is clean. Changes on
+ * adjacent lines merge; only overlapping changes, or two different insertions at one place,
+ * conflict; a hunk that replaces n lines by n lines counts as n one-line changes; and a
+ * conflicting region is merged again token by token (words, runs of spaces, single punctuation
+ * characters, line ends). Every byte of the result comes from one of the inputs. Where it still
+ * conflicts: undefined, or with `prefer: 'theirs'` theirs' side of that region (for putting
+ * formatting back, where theirs is the content that must win).
+ */
+export function mergeLoose(base: string, ours: string, theirs: string, options: { prefer?: 'theirs' } = {}): string | undefined {
+  const fallback: Refine = (_base, _ours, theirs) => (options.prefer === 'theirs' ? theirs : undefined);
+  const byTokens: Refine = (b, o, t) => loose(tokens(b.join('')), tokens(o.join('')), tokens(t.join('')), fallback);
+  return loose(splitLines(base), splitLines(ours), splitLines(theirs), byTokens)?.join('');
+}
+
+function tokens(text: string): string[] {
+  return text.match(/\r?\n|[^\S\r\n]+|[\p{L}\p{N}_]+|[^]/gu) ?? [];
+}
+
+type Refine = (base: string[], ours: string[], theirs: string[]) => string[] | undefined;
+
+/** n lines replaced by n lines: n one-line hunks, so that a change next to them stays apart. */
+function oneToOne(h: Hunk): Hunk[] {
+  const n = h.baseEnd - h.baseStart;
+  if (n <= 1 || h.sideEnd - h.sideStart !== n) return [h];
+  return Array.from({ length: n }, (_, i) => ({ baseStart: h.baseStart + i, baseEnd: h.baseStart + i + 1, sideStart: h.sideStart + i, sideEnd: h.sideStart + i + 1 }));
+}
+
+function loose(base: string[], ours: string[], theirs: string[], refine: Refine): string[] | undefined {
+  const sides = [ours, theirs] as const;
+  // insertions sort before changes at the same place: an insertion there touches the change, it is not in it
+  const all = sides
+    .flatMap((side, s) => hunks(base, side).flatMap(oneToOne).map((h) => ({ ...h, side: s })))
+    .sort((x, y) => x.baseStart - y.baseStart || Number(x.baseEnd > x.baseStart) - Number(y.baseEnd > y.baseStart));
+  const regions: Array<{ start: number; end: number; sides: Set<number>; delta: [number, number] }> = [];
+  for (const h of all) {
+    const last = regions[regions.length - 1];
+    const empty = h.baseStart === h.baseEnd;
+    const overlaps = last !== undefined && (last.start === last.end ? empty && h.baseStart === last.start : h.baseStart < last.end);
+    const region = overlaps ? last : { start: h.baseStart, end: h.baseEnd, sides: new Set<number>(), delta: [0, 0] as [number, number] };
+    if (!overlaps) regions.push(region);
+    region.end = Math.max(region.end, h.baseEnd);
+    region.sides.add(h.side);
+    region.delta[h.side as 0 | 1] += h.sideEnd - h.sideStart - (h.baseEnd - h.baseStart);
+  }
+  const out: string[] = [];
+  const offset: [number, number] = [0, 0]; // side index minus base index, before the current region
+  let copied = 0;
+  for (const r of regions) {
+    out.push(...base.slice(copied, r.start));
+    copied = r.end;
+    const [o, t] = sides.map((side, s) => side.slice(r.start + offset[s as 0 | 1], r.end + offset[s as 0 | 1] + r.delta[s as 0 | 1])) as [string[], string[]];
+    offset[0] += r.delta[0];
+    offset[1] += r.delta[1];
+    if (!r.sides.has(0)) out.push(...t);
+    else if (!r.sides.has(1) || sameLines(o, t)) out.push(...o);
+    else {
+      const refined = refine(base.slice(r.start, r.end), o, t);
+      if (refined === undefined) return undefined;
+      out.push(...refined);
+    }
+  }
+  out.push(...base.slice(copied));
+  return out;
+}

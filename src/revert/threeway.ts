@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { RevertImpossible } from '../errors.ts';
 import { lastgoodTarget } from '../history/trailers.ts';
 import type { FileChange, FileEntry, RepoReader } from '../repo/types.ts';
-import { mergeText } from './merge-lines.ts';
-import { isYamlPath, mergeYaml } from './yaml-merge.ts';
+import { mergeFile } from './merge-file.ts';
 
 /**
  * The `revert` strategy: `git revert` of each bad commit, newest first, restricted to the target
@@ -44,21 +43,6 @@ const GITLINK = '160000';
 /** git's blob id: sha1 (or sha256 for a sha256 repository) of "blob <size>\0<content>". */
 export function blobOid(content: Uint8Array, algorithm: 'sha1' | 'sha256' = 'sha1'): string {
   return createHash(algorithm).update(`blob ${content.byteLength}\0`).update(content).digest('hex');
-}
-
-function isBinary(bytes: Uint8Array): boolean {
-  return bytes.subarray(0, 8000).includes(0);
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function decode(bytes: Uint8Array): string | undefined {
-  if (isBinary(bytes)) return undefined;
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    return undefined;
-  }
 }
 
 function mergeModes(base: string, ours: string, theirs: string): string | undefined {
@@ -120,24 +104,11 @@ export async function planRevert(reader: RepoReader, opts: RevertInput): Promise
     if ([base.mode, ours.mode, theirs.mode].some((m) => m === SYMLINK || m === GITLINK)) {
       return { conflict: 'symlink or submodule changed on both sides' };
     }
-    const [b, o, t] = await Promise.all([read(base), read(ours), read(theirs)]).then((xs) => xs.map(decode));
-    if (b === undefined || o === undefined || t === undefined) return { conflict: 'binary file changed on both sides' };
-    const lines = mergeText(b, o, t);
-    let text: string;
-    let merged: MergeHow;
-    if (lines.clean) {
-      text = lines.text;
-      merged = 'line';
-    } else if (isYamlPath(path)) {
-      const structural = mergeYaml(b, o, t);
-      if (!structural.clean) return { conflict: `both sides changed ${structural.conflicts.join('; ')}` };
-      text = structural.text;
-      merged = 'yaml';
-    } else {
-      const first = lines.conflicts[0]!;
-      return { conflict: `both sides changed line${first.baseEnd - first.baseStart > 1 ? 's' : ''} ${first.baseStart + 1}${first.baseEnd - first.baseStart > 1 ? `-${first.baseEnd}` : ''}${lines.conflicts.length > 1 ? ` and ${lines.conflicts.length - 1} more place(s)` : ''}` };
-    }
-    const content = new TextEncoder().encode(text);
+    // line merge as git does it, byte for byte; a YAML file whose lines conflict is merged structurally
+    const m = mergeFile(path, ...(await Promise.all([read(base), read(ours), read(theirs)])));
+    if (!m.clean) return { conflict: m.conflict };
+    const merged: MergeHow = m.how;
+    const content = m.content;
     const oid = blobOid(content, algorithm);
     // the result may be an existing blob: reuse it by oid
     for (const v of [ours, theirs, base]) if (v.oid === oid) return { result: { oid, mode }, how: merged };
