@@ -248,7 +248,9 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
       if (change.files.length === 0) {
         outcome.created = false;
-        outcome.reason = `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`;
+        outcome.reason = planned.strategy === 'restore'
+          ? `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`
+          : `${outcome.reason}; the bad commits' changes are already undone on ${branch}: nothing to write`;
         return;
       }
       const diffs = await diffChange(repo, head, change.files);
