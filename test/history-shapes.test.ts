@@ -232,3 +232,14 @@ test('YAML edits on adjacent lines (git conflicts): the structural merge keeps e
     for (const b of all) await b.close();
   }
 });
+
+test('a bad change in a shared kustomize base outside the target\'s paths: refused, naming the files and the commit, and how to include them', async (t) => {
+  const h = new History();
+  h.commit({ 'apps/podinfo/base/deployment.yaml': deploy('6.0.0'), 'apps/podinfo/overlays/prod/kustomization.yaml': 'resources: [../../base]\n' }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const bad = h.commit({ 'apps/podinfo/base/deployment.yaml': deploy('6.1.0') }, 'base: podinfo 6.1.0');
+  const o = await everyBackend(t, h, ['apps/podinfo/overlays/prod/'], failedFlux(bad, applied));
+  t.regex(o.refused!, /nothing changed in the target paths \(apps\/podinfo\/overlays\/prod\/\); the change touched apps\/podinfo\/base\/deployment\.yaml outside them by [0-9a-f]{12} \(base: podinfo 6\.1\.0\)/);
+  t.regex(o.refused!, /add their folder to the target's paths/);
+  t.true(o.refused!.includes(bad.slice(0, 12)));
+});

@@ -266,3 +266,15 @@ test('Argo CD auto-synced a harmless later commit after the failure began: the d
   t.is(o.after!.get(`${PROD}replicas.yaml`)!.toString(), 'replicas: 3\n', 'the later commit is kept');
   t.is(o.after!.get(`${PROD}kustomization.yaml`)!.toString(), overlay('6.0.0'));
 });
+
+test('an image bot\'s commit (Flux image-policy markers) is named when its image fails; the human commit after it is kept', async (t) => {
+  const h = new History();
+  const values = (tag: string, replicas: number) => `image:\n  repository: ghcr.io/acme/shop # {"$imagepolicy": "flux-system:shop:name"}\n  tag: ${tag} # {"$imagepolicy": "flux-system:shop:tag"}\n  pullPolicy: IfNotPresent\nreplicas: ${replicas}\n`;
+  h.commit({ 'apps/shop/values.yaml': values('1.3.0', 2) }, 'initial');
+  const bot = h.commit({ 'apps/shop/values.yaml': values('1.4.0', 2) }, '[ci skip] Update image ghcr.io/acme/shop to 1.4.0');
+  const human = h.commit({ 'apps/shop/values.yaml': values('1.4.0', 3) }, 'shop: three replicas');
+  const o = await everyBackend(t, h, ['apps/shop/'], evidenceOf([deployment({ name: 'shop', image: 'ghcr.io/acme/shop:1.4.0', state: 'deadline' })]));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bot]);
+  t.deepEqual(o.located!.later.map((c) => c.oid), [human]);
+  t.is(o.after!.get('apps/shop/values.yaml')!.toString(), values('1.3.0', 3));
+});

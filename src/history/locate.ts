@@ -422,8 +422,13 @@ async function fromRange(input: LocateInput, range: RangeState & { state: 'range
     const touchedUnits = (await Promise.all(line.map(async (c) => ((await touches(reader, c, paths)) ? c : undefined)))).filter((c): c is CommitInfo => Boolean(c));
     const within = touchedUnits.length ? `; ${plural(touchedUnits.length, 'commit')} in between changed the target paths and changed them back` : '';
     if (outside.length > 0) {
+      // name the commits that made the outside change, so a person can look at them
+      const outsidePaths = [...new Set(outside.map((f) => f.slice(0, f.lastIndexOf('/') + 1) || f))];
+      const makers: CommitInfo[] = [];
+      for (const c of line) if (await touches(reader, c, outsidePaths)) makers.push(c);
+      const by = makers.length ? ` by ${makers.slice(0, 3).map((c) => `${short(c.oid)} (${subject(c)})`).join(', ')}${makers.length > 3 ? ', …' : ''}` : '';
       throw new RevertImpossible(
-        `${describeRange(range)}, but between them nothing changed in the target paths (${paths.join(', ')})${within}; the change touched ${outside.slice(0, 5).join(', ')}${outside.length > 5 ? ', …' : ''} outside them`,
+        `${describeRange(range)}, but between them nothing changed in the target paths (${paths.join(', ')})${within}; the change touched ${outside.slice(0, 5).join(', ')}${outside.length > 5 ? ', …' : ''} outside them${by}`,
         [`if the target's manifests include those files — a shared kustomize base, values kept elsewhere — add their folder to the target's paths; otherwise the failure does not come from this repository's change`],
       );
     }
