@@ -1,5 +1,5 @@
-import test, { type ExecutionContext } from 'ava';
-import { asText, backends, evidenceOf, gitRevertOracle, History, locateAndPlan, type Outcome } from './support/history.ts';
+import test from 'ava';
+import { asText, backends, everyBackend, evidenceOf, gitRevertOracle, History, locateAndPlan } from './support/history.ts';
 import { kustomization } from './support/objects.ts';
 
 /**
@@ -24,28 +24,6 @@ ${extra}`;
 const failedFlux = (attempted: string, applied: string) => evidenceOf([kustomization({ attempted: `main@sha1:${attempted}`, applied: `main@sha1:${applied}`, ready: 'False' })]);
 
 /** Runs locate+plan on every backend, checks they agree, and (when a revert was planned) that git revert writes the same bytes. */
-async function everyBackend(t: ExecutionContext, h: History, paths: string[], evidence: ReturnType<typeof evidenceOf>): Promise<Outcome> {
-  const all = await backends(h.dir);
-  const outcomes: Outcome[] = [];
-  try {
-    for (const b of all) outcomes.push(await locateAndPlan(b.reader, paths, evidence));
-  } finally {
-    for (const b of all) await b.close();
-  }
-  const [local, ...others] = outcomes;
-  for (const [i, o] of others.entries()) {
-    t.deepEqual(o.located?.bad.map((c) => c.oid), local!.located?.bad.map((c) => c.oid), `${all[i + 1]!.name}: same bad commits as local`);
-    t.is(o.located?.lastKnownGood, local!.located?.lastKnownGood, `${all[i + 1]!.name}: same last-known-good`);
-    t.is(Boolean(o.refused), Boolean(local!.refused), `${all[i + 1]!.name}: refuses alike`);
-    t.deepEqual(asText(o.after), asText(local!.after), `${all[i + 1]!.name}: same bytes planned`);
-  }
-  if (local!.located && local!.after) {
-    const oracle = gitRevertOracle(h.dir, local!.located, paths);
-    t.falsy(oracle.conflict, 'git revert of the same commits is clean');
-    t.deepEqual(asText(local!.after), asText(oracle.after), 'the bytes git revert writes');
-  }
-  return local!;
-}
 
 test('linear: only the commit between applied and attempted that touched the paths is bad; LKG is the applied revision', async (t) => {
   const h = new History();

@@ -1,5 +1,5 @@
-import test, { type ExecutionContext } from 'ava';
-import { asText, backends, evidenceOf, gitRevertOracle, History, locateAndPlan, type Outcome } from './support/history.ts';
+import test from 'ava';
+import { asText, everyBackend, evidenceOf, History } from './support/history.ts';
 import { canary, deployment, kustomization } from './support/objects.ts';
 
 /**
@@ -13,26 +13,6 @@ import { canary, deployment, kustomization } from './support/objects.ts';
 const K = { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' };
 const C = { apiVersion: 'flagger.app/v1beta1', kind: 'Canary', namespace: 'prod', name: 'podinfo' };
 
-async function everyBackend(t: ExecutionContext, h: History, paths: string[], evidence: ReturnType<typeof evidenceOf>): Promise<Outcome> {
-  const all = await backends(h.dir);
-  const outcomes: Outcome[] = [];
-  try {
-    for (const b of all) outcomes.push(await locateAndPlan(b.reader, paths, evidence));
-  } finally {
-    for (const b of all) await b.close();
-  }
-  const [local, github] = outcomes;
-  t.deepEqual(github!.located?.bad.map((c) => c.oid), local!.located?.bad.map((c) => c.oid), 'github: same bad commits');
-  t.is(github!.located?.lastKnownGood, local!.located?.lastKnownGood, 'github: same last-known-good');
-  t.is(Boolean(github!.refused), Boolean(local!.refused), 'github: refuses alike');
-  t.deepEqual(asText(github!.after), asText(local!.after), 'github: same bytes');
-  if (local!.located && local!.after) {
-    const oracle = gitRevertOracle(h.dir, local!.located, paths);
-    t.falsy(oracle.conflict);
-    t.deepEqual(asText(local!.after), asText(oracle.after), 'the bytes git revert writes');
-  }
-  return local!;
-}
 
 const overlay = (tag: string, extra = '') => `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ExecutionContext } from 'ava';
 import { evidenceFor } from '../../src/decide/verdict.ts';
 import type { Evidence } from '../../src/decide/types.ts';
 import { LocalRepo } from '../../src/deliver/local.ts';
@@ -186,4 +187,32 @@ function collect(root: string, rel: string, out: Map<string, Buffer>): void {
 /** Bytes as text for readable assertion failures. */
 export function asText(files: Map<string, Buffer> | undefined): Record<string, string> {
   return Object.fromEntries([...(files ?? new Map<string, Buffer>())].map(([k, v]) => [k, v.toString('utf8')]).sort(([a], [b]) => (a! < b! ? -1 : 1)));
+}
+
+/**
+ * locate + plan on every backend: they must agree (bad commits, last-known-good, refusal, bytes),
+ * and where a revert was planned, native `git revert` of the same commits must write the same bytes.
+ */
+export async function everyBackend(t: ExecutionContext, h: History, paths: string[], evidence: Evidence[]): Promise<Outcome> {
+  const all = await backends(h.dir);
+  const outcomes: Outcome[] = [];
+  try {
+    for (const b of all) outcomes.push(await locateAndPlan(b.reader, paths, evidence));
+  } finally {
+    for (const b of all) await b.close();
+  }
+  const [local, ...others] = outcomes;
+  for (const [i, o] of others.entries()) {
+    const name = all[i + 1]!.name;
+    t.deepEqual(o.located?.bad.map((c) => c.oid), local!.located?.bad.map((c) => c.oid), `${name}: same bad commits as local`);
+    t.is(o.located?.lastKnownGood, local!.located?.lastKnownGood, `${name}: same last-known-good`);
+    t.is(Boolean(o.refused), Boolean(local!.refused), `${name}: refuses alike`);
+    t.deepEqual(asText(o.after), asText(local!.after), `${name}: same bytes planned`);
+  }
+  if (local!.located && local!.after) {
+    const oracle = gitRevertOracle(h.dir, local!.located, paths);
+    t.falsy(oracle.conflict, 'git revert of the same commits is clean');
+    t.deepEqual(asText(local!.after), asText(oracle.after), 'the bytes git revert writes');
+  }
+  return local!;
 }
