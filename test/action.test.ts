@@ -1,9 +1,8 @@
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
+import { DIST, runAction as run, type ActionResult, type RunActionOptions } from './support/action.ts';
+import { ROOT } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { deployment, kustomization, yamlDocs } from './support/objects.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
@@ -15,74 +14,13 @@ import { startGitHubEmulator } from './support/github-emulator.ts';
  * The repository is a real bare git repository (the local backend) until the GitHub emulator exists.
  */
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const DIST = path.join(ROOT, 'dist', 'action.js');
 const FIXTURES = path.join(ROOT, 'fixtures', 'events');
 const FIXTURE_SHA = '5b8a2d2a0d8d6c5e0ad2c2e8e2f9e4b1c3d7a6f0';
 const TOKEN = 'ghs_lastgoodTestToken0123456789abcdefABCDEF';
 const TARGET_PATH = 'apps/podinfo/overlays/prod/';
 
-interface ActionResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-  outputs: Record<string, string>;
-  summary: string;
-  ms: number;
-}
-
-/** The runner sets INPUT_<NAME> for every input, from `with:` or else the default in action.yml. */
-function inputDefaults(): Record<string, string> {
-  const spec = parseYaml(readFileSync(path.join(ROOT, 'action.yml'), 'utf8')) as { inputs: Record<string, { default?: string }> };
-  const env: Record<string, string> = {};
-  for (const [name, input] of Object.entries(spec.inputs)) {
-    if (input.default === undefined) continue;
-    env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = input.default === '${{ github.token }}' ? TOKEN : String(input.default);
-  }
-  return env;
-}
-
-/** `name<<delimiter\nvalue\ndelimiter` records, as @actions/core writes GITHUB_OUTPUT. */
-function parseOutputs(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^([^<]+)<<(.+)$/.exec(lines[i]!);
-    if (!m) continue;
-    const value: string[] = [];
-    for (i++; i < lines.length && lines[i] !== m[2]; i++) value.push(lines[i]!);
-    out[m[1]!] = value.join('\n');
-  }
-  return out;
-}
-
-async function runAction(opts: { workspace: string; with?: Record<string, string>; eventName?: string; eventPath?: string }): Promise<ActionResult> {
-  const outputFile = writeFile(opts.workspace, '.runner/output', '');
-  const summaryFile = writeFile(opts.workspace, '.runner/summary.md', '');
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(INPUT_|GITHUB_|RUNNER_|KUBECONFIG$|KUBERNETES_)/.test(k)) env[k] = v;
-  Object.assign(env, inputDefaults());
-  for (const [name, value] of Object.entries(opts.with ?? {})) env[`INPUT_${name.toUpperCase()}`] = value;
-  Object.assign(env, {
-    GITHUB_ACTIONS: 'true', GITHUB_WORKSPACE: opts.workspace, GITHUB_OUTPUT: outputFile, GITHUB_STEP_SUMMARY: summaryFile,
-    GITHUB_EVENT_NAME: opts.eventName ?? 'repository_dispatch', GITHUB_REPOSITORY: 'acme/gitops', GITHUB_SERVER_URL: 'https://github.com',
-    RUNNER_TEMP: tempDir('lastgood-runner-'),
-    ...(opts.eventPath ? { GITHUB_EVENT_PATH: opts.eventPath } : {}),
-  });
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DIST], { cwd: opts.workspace, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({
-      code: code ?? -1, stdout, stderr, ms: Date.now() - started,
-      outputs: parseOutputs(readFileSync(outputFile, 'utf8')), summary: readFileSync(summaryFile, 'utf8'),
-    }));
-  });
-}
+/** The runner runs the Action with this token as the `github-token` default. */
+const runAction = (opts: Omit<RunActionOptions, 'token'>): Promise<ActionResult> => run({ ...opts, token: TOKEN });
 
 interface Scenario {
   workspace: string;

@@ -1,11 +1,11 @@
 import test from 'ava';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { InputError } from '../src/errors.ts';
 import { readEvent } from '../src/observe/event.ts';
 import { parseTime } from '../src/observe/times.ts';
+import { runAction } from './support/action.ts';
 import { lastgood, ROOT } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
@@ -187,32 +187,12 @@ test('Action: an event timestamp "soon" fails the step with exit 2 and an annota
   configWith(workspace, { url: './gitops.git' });
   const event = writeFile(workspace, '.runner/event.json', JSON.stringify(fluxEvent('soon')));
   const before = fingerprint(bare);
-  const r = await runAction(workspace, event);
+  const r = await runAction({ workspace, token: 'ghs_strictInputsToken0123456789abcdef', eventPath: event });
   t.is(r.code, 2, r.stdout + r.stderr);
   t.regex(r.stdout, /::error title=lastgood,file=\.runner\/event\.json::.*client_payload\.timestamp "soon" is not a valid time/);
   t.is(fingerprint(bare), before);
   noInternalError(t, r);
 });
-
-async function runAction(workspace: string, eventPath: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(INPUT_|GITHUB_|RUNNER_|KUBECONFIG$|KUBERNETES_)/.test(k)) env[k] = v;
-  const spec = parseYaml(readFileSync(path.join(ROOT, 'action.yml'), 'utf8')) as { inputs: Record<string, { default?: string }> };
-  for (const [name, input] of Object.entries(spec.inputs)) if (input.default !== undefined) env[`INPUT_${name.toUpperCase()}`] = input.default === '${{ github.token }}' ? 'ghs_strictInputsToken0123456789abcdef' : String(input.default);
-  Object.assign(env, {
-    GITHUB_ACTIONS: 'true', GITHUB_WORKSPACE: workspace, GITHUB_OUTPUT: writeFile(workspace, '.runner/output', ''), GITHUB_STEP_SUMMARY: writeFile(workspace, '.runner/summary.md', ''),
-    GITHUB_EVENT_NAME: 'repository_dispatch', GITHUB_EVENT_PATH: eventPath, RUNNER_TEMP: tempDir('lastgood-runner-'),
-  });
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'action.js')], { cwd: workspace, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
 
 // ---- class 9: no internal errors for user input ----------------------------------------------
 

@@ -1,11 +1,10 @@
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { bound, redact, registerSecret, scrubDeep, scrubText } from '../src/report/scrub.ts';
+import { DIST, runAction } from './support/action.ts';
 import { lastgood, ROOT } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
@@ -206,21 +205,7 @@ test('CLI: a secret in an error message is not printed', async (t) => {
 
 // ---- through the Action ----------------------------------------------------------------------
 
-const DIST = path.join(ROOT, 'dist', 'action.js');
 const ACTION_TOKEN = 'ghs_ActionOwnTokenForScrubTest0123456789ab';
-
-function parseOutputs(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^([^<]+)<<(.+)$/.exec(lines[i]!);
-    if (!m) continue;
-    const value: string[] = [];
-    for (i++; i < lines.length && lines[i] !== m[2]; i++) value.push(lines[i]!);
-    out[m[1]!] = value.join('\n');
-  }
-  return out;
-}
 
 test('Action: event text with every shape and the Action\'s own token: outputs, summary, annotations, logs and commit are clean', async (t) => {
   t.true(existsSync(DIST), 'dist/action.js is built');
@@ -246,30 +231,12 @@ test('Action: event text with every shape and the Action\'s own token: outputs, 
   // the cluster's copy (a snapshot standing in for it) names the last applied revision, and carries the secrets too
   const recent = new Date(Date.now() - 60_000).toISOString();
   const snapshot = writeFile(workspace, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${good}`, ready: 'False', since: recent, message: `${evidence}\n${ACTION_TOKEN}` })));
-  const outputFile = writeFile(workspace, '.runner/output', '');
-  const summaryFile = writeFile(workspace, '.runner/summary.md', '');
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(INPUT_|GITHUB_|RUNNER_|KUBECONFIG$|KUBERNETES_)/.test(k)) env[k] = v;
-  const spec = parseYaml(readFileSync(path.join(ROOT, 'action.yml'), 'utf8')) as { inputs: Record<string, { default?: string }> };
-  for (const [name, input] of Object.entries(spec.inputs)) if (input.default !== undefined) env[`INPUT_${name.toUpperCase()}`] = input.default === '${{ github.token }}' ? ACTION_TOKEN : String(input.default);
-  Object.assign(env, {
-    GITHUB_ACTIONS: 'true', GITHUB_WORKSPACE: workspace, GITHUB_OUTPUT: outputFile, GITHUB_STEP_SUMMARY: summaryFile,
-    GITHUB_EVENT_NAME: 'repository_dispatch', GITHUB_EVENT_PATH: event, GITHUB_REPOSITORY: 'acme/gitops', GITHUB_SERVER_URL: 'https://github.com',
-    RUNNER_TEMP: tempDir('lastgood-runner-'), LASTGOOD_LOG_LEVEL: 'debug', INPUT_SNAPSHOT: snapshot,
-    GITHUB_TOKEN: GIVEN_TOKEN, // a workflow's env: a token lastgood was given
-  });
-  const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [DIST], { cwd: workspace, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  const r = await runAction({
+    workspace, token: ACTION_TOKEN, eventPath: event, with: { snapshot },
+    env: { LASTGOOD_LOG_LEVEL: 'debug', GITHUB_TOKEN: GIVEN_TOKEN }, // a workflow's env: a token lastgood was given
   });
   t.is(r.code, 0, r.stdout + r.stderr);
-  const outputs = parseOutputs(readFileSync(outputFile, 'utf8'));
-  const summary = readFileSync(summaryFile, 'utf8');
+  const { outputs, summary } = r;
   t.is(outputs.action, 'revert');
   t.true(outputs.report!.includes(MARK), 'the evidence is in the report output, scrubbed');
   t.true(summary.includes(MARK.slice(0, 8)) || summary.includes('HealthCheckFailed'));
