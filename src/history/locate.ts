@@ -80,8 +80,10 @@ interface Finding {
  *
  * The bad commit is the one that introduced what fails; other commits are kept. Without a content
  * signal, the bad commits are those of the range whose changes make up the range's net change to
- * the target paths. When signals disagree or none is specific, locate refuses (RevertImpossible)
- * and says which signals said what.
+ * the target paths. Where the engine reports no applied revision, lastgood's own newest verified
+ * record below the attempted revision bounds the range; failing that, the attempted revision is
+ * named only when it changed the target paths itself. When signals disagree or none is specific,
+ * locate refuses (RevertImpossible) and says which signals said what.
  */
 export async function locate(input: LocateInput): Promise<Located> {
   const failing = input.evidence.filter((e) => (e.state === 'failed' || e.state === 'progressing') && !e.foreign);
