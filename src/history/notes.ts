@@ -1,7 +1,6 @@
-import { randomInt } from 'node:crypto';
-import path from 'node:path';
+import nodeFs from 'node:fs';
 import git from 'isomorphic-git';
-import { RemoteError } from '../errors.ts';
+import { objectWritingFs, readRef, RefLock } from '../deliver/refs.ts';
 import type { Person } from '../repo/types.ts';
 
 /**
@@ -22,11 +21,40 @@ export interface VerifiedRecord {
   evidence: string;
 }
 
+/** One observation of a target at a revision, as a store records it. */
+export interface Observation {
+  target: string;
+  at: string;
+  evidence: string;
+}
+
+/**
+ * What a store did with an observation. A store that cannot keep records (no permission) says
+ * so, and the run goes on unverified; `void` means recorded.
+ */
+export interface RecordResult {
+  recorded: boolean;
+  /** why not, or what happened ("already recorded") */
+  reason?: string;
+}
+
+/**
+ * Verified last-known-good records, wherever a backend keeps them: git notes (local and git
+ * remotes), GitHub Deployments (src/deliver/github-deployments.ts). The engine reads them to bound
+ * and verify a revert, and records what it observed.
+ */
 export interface NotesStore {
-  /** Every record (of one target when given), newest `at` first. */
+  /** Every verified record (of one target when given), newest `at` first. */
   list(target?: string): Promise<VerifiedRecord[]>;
-  /** Appends a record to the note of `commit`; recording the same line twice is a no-op. */
-  record(commit: string, rec: { target: string; at: string; evidence: string }): Promise<void>;
+  /** Records that the target was observed healthy at `commit`; recording the same observation twice is a no-op. */
+  record(commit: string, rec: Observation): Promise<void | RecordResult>;
+  /**
+   * Records that the target failed at `commit`, where the store keeps failures too (GitHub: a
+   * deployment status "failure"); stores of verified records only leave it out.
+   */
+  recordFailure?(commit: string, rec: Observation): Promise<void | RecordResult>;
+  /** Where the records are kept, for people ("git notes refs/notes/lastgood", "GitHub deployments"). */
+  readonly where?: string;
 }
 
 const LINE = /^lastgood verified target=(\S+) at=(\S+) evidence=(.*)$/;
@@ -69,25 +97,20 @@ export interface LocalNotesOptions {
 
 /**
  * A notes store on a local repository (working copy or bare). Writers serialize on the lock file
- * `refs/notes/lastgood.lock`, created with O_EXCL exactly as git itself does for a ref update: the
- * new notes commit is written on top of the ref's current value, the new value goes into the lock
- * file, and the lock file is renamed over the ref. Native git (`git notes --ref=lastgood add`)
- * takes the same lock, so it and lastgood never lose each other's notes either.
+ * `refs/notes/lastgood.lock` with git's own ref lock protocol (src/deliver/refs.ts): the new notes
+ * commit is written on top of the ref's value read under the lock, and the lock file, holding the
+ * new value, is renamed over the ref. Native git (`git notes --ref=lastgood add`) takes the same
+ * lock, so it and lastgood never lose each other's notes either. The ref is read strictly: a
+ * broken notes ref is refused, never read around.
  */
 export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
   const { fs, gitdir } = opts;
   const cache = {};
-  const refFile = path.join(gitdir, ...NOTES_REF.split('/'));
-  const lockFile = `${refFile}.lock`;
+  // objects are written whole on the real file system (refs.ts); another fs is used as given
+  const objectFs = fs === nodeFs ? objectWritingFs(gitdir) : fs;
   const who = opts.author ?? { name: 'lastgood', email: 'lastgood@localhost' };
 
-  async function currentRef(): Promise<string | undefined> {
-    try {
-      return await git.resolveRef({ fs, gitdir, ref: NOTES_REF });
-    } catch {
-      return undefined;
-    }
-  }
+  const currentRef = () => readRef(gitdir, NOTES_REF);
 
   /** The notes tree as commit → note blob oid, reading git's fan-out layout (ab/cdef…) too. */
   async function readNotesTree(notesCommit: string): Promise<Map<string, string>> {
@@ -108,52 +131,31 @@ export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
     return Buffer.from((await git.readBlob({ fs, gitdir, oid, cache })).blob).toString('utf8');
   }
 
-  async function lock(): Promise<void> {
-    const deadline = Date.now() + (opts.lockTimeoutMs ?? 10_000);
-    await fs.promises.mkdir(path.dirname(lockFile), { recursive: true });
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const handle = await fs.promises.open(lockFile, 'wx');
-        await handle.close();
-        return;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new RemoteError('git', `cannot create ${lockFile}`, { cause: error });
-        if (Date.now() > deadline) {
-          throw new RemoteError('git', `another process holds ${lockFile}; if no git or lastgood process is running, remove it`, { cause: error });
-        }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(200, 5 * 2 ** Math.min(attempt, 5)) + randomInt(10)));
-      }
-    }
-  }
-
   async function write(commit: string, line: string): Promise<void> {
-    await lock();
-    let renamed = false;
+    const lock = await RefLock.acquire(gitdir, NOTES_REF, { label: 'notes', timeoutMs: opts.lockTimeoutMs ?? 10_000 });
     try {
-      const parent = await currentRef();
+      const parent = await lock.current();
       const notes = parent ? await readNotesTree(parent) : new Map<string, string>();
       const existing = notes.get(commit);
       const before = existing ? await readText(existing) : '';
       if (before.split('\n').some((l) => l.trimEnd() === line)) return;
       const text = `${before}${before && !before.endsWith('\n') ? '\n' : ''}${line}\n`;
-      notes.set(commit, await git.writeBlob({ fs, gitdir, blob: Buffer.from(text, 'utf8') }));
+      notes.set(commit, await git.writeBlob({ fs: objectFs, gitdir, blob: Buffer.from(text, 'utf8') }));
       // a flat notes tree: git reads any fan-out, and rewrites its own when it needs to
       const tree = await git.writeTree({
-        fs,
+        fs: objectFs,
         gitdir,
         tree: [...notes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, oid]) => ({ path: name, oid, mode: '100644', type: 'blob' as const })),
       });
       const now = { ...who, timestamp: Math.floor(Date.now() / 1000), timezoneOffset: 0 };
       const notesCommit = await git.writeCommit({
-        fs,
+        fs: objectFs,
         gitdir,
         commit: { tree, parent: parent ? [parent] : [], author: now, committer: now, message: `Notes added by 'lastgood'\n` },
       });
-      await fs.promises.writeFile(lockFile, `${notesCommit}\n`);
-      await fs.promises.rename(lockFile, refFile);
-      renamed = true;
+      await lock.commit(notesCommit, parent);
     } finally {
-      if (!renamed) await fs.promises.rm(lockFile, { force: true });
+      await lock.release();
     }
   }
 
