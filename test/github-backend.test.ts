@@ -155,9 +155,12 @@ test('deliver pull-request opens one PR with the right tree, labels and marker; 
   t.is(git(fx.bare, 'rev-parse', first.branch), first.commit);
   t.is(git(fx.bare, 'rev-parse', 'main'), fx.head, 'pull-request mode leaves main alone');
 
-  // the commit: parent = head, author kept (with its +0200 offset), tree = head with podinfo restored
+  // the commit: parent = head, made and signed by GitHub (createCommitOnBranch: the token's user is
+  // the author, GitHub the committer), tree = head with podinfo restored
   t.is(git(fx.bare, 'rev-parse', `${first.commit}^`), fx.head);
-  t.is(git(fx.bare, 'log', '-1', '--format=%an <%ae> %at %ai', first.commit), `lastgood <lastgood@example.com> ${AUTHOR.timestamp} 2026-10-26 09:33:20 +0200`);
+  t.is(git(fx.bare, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', first.commit), 'lastgood-bot <lastgood-bot@users.noreply.github.com> / GitHub <noreply@github.com>');
+  t.true(emulator.signed.has(first.commit), 'Verified');
+  t.regex(git(fx.bare, 'cat-file', 'commit', first.commit), /^gpgsig -----BEGIN PGP SIGNATURE-----/m);
   t.is(git(fx.bare, 'log', '-1', '--format=%B', first.commit).trimEnd(), change.message.trimEnd());
   t.is(git(fx.bare, 'ls-tree', '-r', '--name-only', first.commit, 'apps/podinfo/'), ['apps/podinfo/NOTE.md', 'apps/podinfo/deployment.yaml', 'apps/podinfo/hpa.yaml', 'apps/podinfo/service.yaml'].join('\n'));
   for (const file of ['apps/podinfo/deployment.yaml', 'apps/podinfo/hpa.yaml', 'apps/podinfo/service.yaml']) {
@@ -178,10 +181,15 @@ test('deliver pull-request opens one PR with the right tree, labels and marker; 
   t.true(pr.body!.startsWith(change.pullRequest!.body.trimEnd()));
   t.true(pr.body!.includes(pullRequestMarker(change)));
   t.true(pr.body!.includes(`<!-- lastgood:target=podinfo-prod bad=${fx.c[3]} -->`));
-  // only the new content is uploaded: reused blobs are referenced by SHA
-  t.is(emulator.log.filter((r) => r.operationId === 'git/create-blob').length, 1);
+  // no REST git-data write: the branch, the commit and the PR are one GraphQL mutation document
+  t.deepEqual(emulator.log.filter((r) => r.write).map((r) => r.operationId), [
+    'graphql:mutation(createRef,createCommitOnBranch,createPullRequest)',
+    // labels the repository does not have yet: REST creates them (GraphQL cannot)
+    'issues/add-labels',
+    'graphql:mutation(requestReviews,addAssigneesToAssignable)',
+  ]);
 
-  const writesBefore = emulator.log.filter((r) => r.method !== 'GET').length;
+  const writesBefore = emulator.log.filter((r) => r.write).length;
   const refBefore = git(fx.bare, 'rev-parse', first.branch);
   const second = await backend.deliver(change, 'pull-request');
   t.false(second.created);
@@ -189,9 +197,9 @@ test('deliver pull-request opens one PR with the right tree, labels and marker; 
   t.is(second.commit, first.commit);
   t.is(emulator.pulls.length, 1);
   t.is(git(fx.bare, 'rev-parse', first.branch), refBefore, 'the branch did not move');
-  const newWrites = emulator.log.filter((r) => r.method !== 'GET').slice(writesBefore).map((r) => r.operationId);
-  // content-addressed writes only (same SHAs as before): no commit, no ref, no PR call
-  t.deepEqual(newWrites, ['git/create-blob', 'git/create-tree']);
+  const newWrites = emulator.log.filter((r) => r.write).slice(writesBefore).map((r) => r.operationId);
+  // the PR already shows this change: nothing is written
+  t.deepEqual(newWrites, []);
   t.is(pr.comments.length, 0);
 
   // new evidence: same tree, new body → the PR is updated and a comment says so
@@ -208,38 +216,43 @@ test('deliver pull-request opens one PR with the right tree, labels and marker; 
   t.false(moved.created);
   t.not(moved.commit, first.commit);
   t.is(git(fx.bare, 'rev-parse', first.branch), moved.commit);
+  t.true(emulator.signed.has(moved.commit), 'the new commit is signed too (made on a short-lived branch, then the PR branch moved to it)');
+  t.is(git(fx.bare, 'for-each-ref', '--format=%(refname)', 'refs/heads/lastgood-tmp'), '', 'the short-lived branch is gone');
   t.is(emulator.pulls.length, 1);
+  t.is(pr.state, 'open');
   noViolations(t, emulator);
 });
 
 test('a secondary rate limit (403 + retry-after) is waited out and retried', async (t) => {
   const { fx, emulator, backend } = await setup(t);
   emulator.inject({ status: 403, secondaryRateLimit: true, times: 1, match: (method, p) => method === 'POST' && p.endsWith('/git/trees') });
-  const result = await backend.deliver(revertChange(fx), 'pull-request');
+  emulator.inject({ status: 403, secondaryRateLimit: true, times: 1, match: (_method, p) => p === '/graphql' });
+  const result = await backend.deliver(revertChange(fx, { files: [{ path: 'apps/podinfo/run.sh', mode: '100755', content: new TextEncoder().encode('#!/bin/sh\n') }] }), 'pull-request');
   t.true(result.created);
   const trees = emulator.log.filter((r) => r.operationId === 'git/create-tree');
-  t.deepEqual(trees.map((r) => r.status), [403, 201]);
+  t.deepEqual(trees.map((r) => r.status), [403, 201], 'REST (an executable file goes through the git-data API)');
+  t.deepEqual(emulator.log.filter((r) => r.path === '/graphql').slice(0, 2).map((r) => r.status), [403, 200], 'GraphQL');
   t.is(emulator.pulls.length, 1);
   noViolations(t, emulator);
 });
 
 test('a server error (500) is retried, then the call succeeds', async (t) => {
   const { fx, emulator, backend } = await setup(t);
-  emulator.inject({ status: 500, times: 2, match: (method, p) => method === 'POST' && p.endsWith('/pulls') });
+  emulator.inject({ status: 500, times: 2, match: (method, p) => method === 'POST' && p === '/graphql' });
   const result = await backend.deliver(revertChange(fx), 'pull-request');
   t.true(result.created);
-  t.deepEqual(emulator.log.filter((r) => r.operationId === 'pulls/create').map((r) => r.status), [500, 500, 201]);
+  t.deepEqual(emulator.log.filter((r) => r.path === '/graphql').slice(0, 3).map((r) => r.status), [500, 500, 200]);
   t.is(emulator.pulls.length, 1);
   noViolations(t, emulator);
 });
 
 test('persistent server errors become a RemoteError (exit 3) after bounded retries', async (t) => {
   const { fx, emulator, backend } = await setup(t, {}, { maxRetries: 2 });
-  emulator.inject({ status: 502, times: 10, match: (method, p) => method === 'GET' && p.includes('/git/ref/') });
+  emulator.inject({ status: 502, times: 10, match: (_method, p) => p === '/graphql' });
   const error = await t.throwsAsync(backend.deliver(revertChange(fx), 'commit'), { instanceOf: RemoteError });
   t.is(error?.status, 502);
   t.is(error?.exitCode, 3);
-  t.is(emulator.log.filter((r) => r.operationId === 'git/get-ref').length, 3);
+  t.is(emulator.log.filter((r) => r.path === '/graphql').length, 3, 'one try and two retries');
   noViolations(t, emulator);
 });
 
@@ -281,8 +294,9 @@ test('commit mode: a concurrent push is detected by the non-forced ref update, r
   t.is(git(fx.bare, 'show', 'main:apps/other/concurrent-1.yaml'), 'concurrent: 1', 'the concurrent commit is kept');
   t.is(git(fx.bare, 'show', 'main:apps/podinfo/deployment.yaml'), 'image: podinfo:6.1.0');
   t.is(git(fx.bare, 'rev-list', '--count', 'main'), String(fx.c.length + 2), 'one revert commit, no duplicates');
-  const updates = emulator.log.filter((r) => r.operationId === 'git/update-ref').map((r) => r.status);
-  t.deepEqual(updates, [422, 200]);
+  // createCommitOnBranch's expectedHeadOid refused the first write; the second, on the new head, landed
+  t.is(emulator.log.filter((r) => r.operationId === 'graphql:mutation(createCommitOnBranch)').length, 2);
+  t.true(emulator.signed.has(result.commit));
   noViolations(t, emulator);
 });
 
@@ -307,7 +321,7 @@ test('commit mode without replan: a moved branch is a StaleHeadError and nothing
   const error = await t.throwsAsync(backend.deliver(revertChange(fx), 'commit'));
   t.is(error?.name, 'StaleHeadError');
   t.is(git(fx.bare, 'rev-parse', 'main'), moved);
-  t.is(emulator.log.filter((r) => r.method !== 'GET').length, 0);
+  t.is(emulator.log.filter((r) => r.write).length, 0);
   noViolations(t, emulator);
 });
 
@@ -403,6 +417,10 @@ test('after the PR was closed, a new run reuses the stale branch name and opens 
   t.is(again.branch, first.branch);
   t.is(again.pullRequest?.number, 2);
   t.is(git(fx.bare, 'rev-parse', again.branch), again.commit, 'the stale branch was moved to the new commit');
-  t.deepEqual(emulator.log.filter((r) => r.operationId === 'git/create-ref').map((r) => r.status), [201, 422]);
+  // the stale branch is moved back to the parent, committed on and opened in one mutation document
+  t.deepEqual(emulator.log.filter((r) => r.write && r.operationId?.includes('createPullRequest')).map((r) => r.operationId), [
+    'graphql:mutation(createRef,createCommitOnBranch,createPullRequest)',
+    'graphql:mutation(updateRef,createCommitOnBranch,createPullRequest)',
+  ]);
   noViolations(t, emulator);
 });

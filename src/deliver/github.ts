@@ -1,22 +1,39 @@
+import { randomBytes } from 'node:crypto';
 import { Octokit } from '@octokit/rest';
 import { parseGitHubUrl } from './github-url.ts';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../errors.ts';
+import type { NotesStore } from '../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend } from '../repo/types.ts';
 import { reviewBranch } from './branch.ts';
-import { collectByWalking, entryAt, filesUnder, joinPath, type TreeItem } from './tree-walk.ts';
+import { checkEntryName, type TreeItem } from './tree-walk.ts';
+import { GitHubGraphQL, protectionMessage, protectionRule, type GraphQLErrorItem, type Permission } from './github-graphql.ts';
+import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './github-reads.ts';
+import { planCommit, restWarning, splitMessage, type CommitPlan } from './github-commit.ts';
+import { openDeploymentRecords } from './github-deployments.ts';
 
 /**
- * GitHub backend: reads and writes a repository through the REST API, without a clone.
+ * GitHub backend: reads and writes a repository through GitHub's API, without a clone, in as few
+ * requests as the work allows (every request counts against the installation's rate limit, and
+ * during an incident a fleet of targets may fail together).
  *
- * Writes use the Git Data API (research/engineering.md §2.9): one tree made with `base_tree` = the
- * parent's tree and entries that reuse existing blob SHAs (only new content is uploaded), one commit,
- * then a ref. Reads walk only the trees on the way to the target paths, so the number of requests
- * depends on the depth and number of target paths, never on the size of the repository.
+ * - Reads (github-reads.ts): GraphQL documents that answer many RepoReader primitives at once: the
+ *   branch head with 2,000 commits of history, a path's state along that history, a folder's
+ *   versions with their files' texts. The number of requests depends on the target paths, never on
+ *   the size of the repository.
+ * - Commits (github-commit.ts): GraphQL `createCommitOnBranch`: GitHub creates and signs the commit
+ *   (Verified: branches that "Require signed commits" take it), and `expectedHeadOid` is a
+ *   compare-and-swap on the branch (a moved head re-plans, never a lost update, never a force). A
+ *   change the mutation cannot express (file modes, symlinks, submodules) goes through the REST git
+ *   data API (research/engineering.md §2.1), and the delivery says so.
+ * - Pull requests: the branch, its commit and the pull request in one mutation document; labels,
+ *   reviewers and assignees in a second.
+ * - Verified last-known-good records (github-deployments.ts): Deployments per target environment.
  *
- * Rate limits: @octokit/plugin-throttling paces writes (GitHub asks for one write per second) and
- * retries primary and secondary rate limits `maxRetries` times; @octokit/plugin-retry retries 5xx.
+ * Rate limits: @octokit/plugin-throttling paces writes and GraphQL documents (GitHub asks for one
+ * per second) and retries primary and secondary rate limits `maxRetries` times; @octokit/plugin-retry
+ * retries 5xx.
  */
 
 export interface GitHubBackendOptions {
@@ -38,6 +55,14 @@ export interface GitHubBackendOptions {
   retryUnitMs?: number;
   /** warnings (redacted) that do not fail the delivery: reviewers that cannot be requested, auto-merge refusals */
   onWarning?: (message: string) => void;
+  /**
+   * how long a branch head read stays fresh (default 30 s: the engine reads it for the guards and
+   * again to plan); a write that finds the branch moved, and a revision this backend has not seen,
+   * make it read again. A stale head only costs a re-plan: writes are compare-and-swaps.
+   */
+  headTtlMs?: number;
+  /** the deployment environment of a target, "{target}" replaced (repo.github.environment; default "{target}") */
+  environment?: string;
 }
 
 export type GitHubBackend = RepoBackend & {
@@ -50,8 +75,6 @@ export type GitHubBackend = RepoBackend & {
 
 const ThrottledOctokit = Octokit.plugin(throttling, retry);
 type ThrottleOptions = NonNullable<NonNullable<ConstructorParameters<typeof ThrottledOctokit>[0]>['throttle']>;
-
-type Permission = 'contents' | 'pull-requests' | 'issues';
 
 interface OctokitFailure {
   status: number;
@@ -82,11 +105,49 @@ function isoWithOffset(p: Person): string {
   return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }
 
-/** The API gives dates in UTC: the author's timezone offset is not recoverable (reported as 0). */
+/** The REST API gives dates in UTC: the author's timezone offset is not recoverable (reported as 0). */
 function personFrom(user: { name?: string; email?: string; date?: string } | null | undefined): Person {
   const ms = user?.date ? Date.parse(user.date) : NaN;
   return { name: user?.name ?? '', email: user?.email ?? '', timestamp: Number.isNaN(ms) ? 0 : Math.floor(ms / 1000), timezoneOffset: 0 };
 }
+
+/** An open pull request lastgood made, as the find query reads it. */
+interface FoundPull {
+  id: string;
+  number: number;
+  url: string;
+  headRef: string;
+  headSha: string;
+  title: string;
+  body: string;
+  labels: string[];
+}
+
+/** What opening or updating a revert pull request needs to know, read in one query. */
+interface PullRequestContext {
+  repositoryId: string;
+  pull: FoundPull | undefined;
+  /** the PR branch, when it exists (left by a closed PR) */
+  branch: { id: string; oid: string } | undefined;
+  labelIds: Map<string, string>;
+  userIds: Map<string, string>;
+}
+
+interface GqlPull {
+  id: string;
+  number: number;
+  url: string;
+  title: string;
+  body: string;
+  headRefName: string;
+  headRefOid: string;
+  headRepositoryOwner: { login: string } | null;
+  labels: { nodes: Array<{ name: string }> } | null;
+}
+
+const PULL_FIELDS = 'id number url title body headRefName headRefOid headRepositoryOwner { login } labels(first: 100) { nodes { name } }';
+
+const STALE = /expected branch to point to|STALE_DATA|is not a fast forward|reference already exists|already exists/i;
 
 const TREE_CHUNK = 100; // entries per createTree call, as create-pull-request and release-please do
 
@@ -97,8 +158,9 @@ class GitHubRepo implements GitHubBackend {
   readonly repo: string;
   readonly octokit: Octokit;
   private readonly opts: GitHubBackendOptions;
-  private readonly commits = new Map<string, CommitInfo>();
-  private readonly trees = new Map<string, TreeItem[]>();
+  private readonly gql: GitHubGraphQL;
+  private readonly reads: GitHubReads;
+  private records: NotesStore | undefined;
 
   constructor(opts: GitHubBackendOptions) {
     registerSecret(opts.token);
@@ -125,6 +187,11 @@ class GitHubRepo implements GitHubBackend {
         error: (m: string) => opts.onWarning?.(redact(String(m))),
       },
     });
+    this.gql = new GitHubGraphQL(this.octokit, `${opts.owner}/${opts.repo}`, (what, permission, error) => this.wrap(what, permission, error));
+    this.reads = new GitHubReads({
+      owner: opts.owner, repo: opts.repo, octokit: this.octokit, gql: this.gql, headTtlMs: opts.headTtlMs ?? 30_000,
+      call: (what, fn) => this.call(what, undefined, fn),
+    });
   }
 
   /** Runs one API call; any failure becomes a RemoteError that says what to fix, never with the token. */
@@ -136,15 +203,17 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
-  private wrap(what: string, permission: Permission | undefined, error: unknown): Error {
+  private wrap(what: string, permission: Permission | undefined, error: unknown, branch?: string): Error {
     if (error instanceof RemoteError || error instanceof InputError) return error;
     if (!isOctokitFailure(error)) return new RemoteError('github', `${what} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
     const where = `${this.owner}/${this.repo}`;
     const text = failureText(error);
     const status = error.status;
+    const rule = status === 422 || status === 403 ? protectionRule(text) : undefined;
     let message: string;
     if (status === 401) message = `${what}: GitHub rejected the token (401 ${text}): it is invalid, expired or revoked; give lastgood a valid token`;
     else if ((status === 403 || status === 429) && /rate limit/i.test(text)) message = `${what}: still rate limited by GitHub after ${this.opts.maxRetries ?? 3} retries (${status} ${text})`;
+    else if (rule && branch) message = protectionMessage(what, branch, text, rule);
     else if ((status === 403 || status === 404) && permission) message = `${what} was refused (${status} ${text}): the token needs "${permission}: write" permission on ${where}`;
     else if (status === 404) message = `${what}: not found (404) in ${where}: the repository or object does not exist, or the token cannot read it (needs "contents: read")`;
     else message = `${what} failed (${status} ${text})`;
@@ -157,37 +226,16 @@ class GitHubRepo implements GitHubBackend {
 
   // ---- RepoReader ------------------------------------------------------------------------------
 
-  async head(branch: string): Promise<string> {
-    try {
-      const { data } = await this.octokit.rest.git.getRef({ ...this.repoArgs, ref: `heads/${branch}` });
-      return data.object.sha;
-    } catch (error) {
-      if (isOctokitFailure(error) && error.status === 404) {
-        // GitHub answers 404 alike for a missing branch and a repository the token cannot see: ask which
-        if (!(await this.repositoryVisible())) {
-          throw new InputError(`repository ${this.owner}/${this.repo} not found or not visible to the token (needs "contents: read" on it): ${this.description}`, { cause: error });
-        }
-        throw new InputError(`branch "${branch}" does not exist in ${this.description}`, { cause: error });
-      }
-      throw this.wrap(`reading branch ${branch}`, undefined, error);
-    }
-  }
-
-  /** `GET /repos/{owner}/{repo}`: false on 404 (missing, or hidden from the token); other failures are RemoteErrors. */
-  private async repositoryVisible(): Promise<boolean> {
-    try {
-      await this.octokit.rest.repos.get(this.repoArgs);
-      return true;
-    } catch (error) {
-      if (isOctokitFailure(error) && error.status === 404) return false;
-      throw this.wrap(`reading repository ${this.owner}/${this.repo}`, undefined, error);
-    }
+  head(branch: string): Promise<string> {
+    return this.reads.head(branch);
   }
 
   async resolveCommit(shaOrPrefix: string): Promise<string | undefined> {
     const sha = shaOrPrefix.toLowerCase();
     if (!/^[0-9a-f]{4,40}$/.test(sha)) return undefined;
-    if (sha.length === 40 && this.commits.has(sha)) return sha;
+    if (sha.length === 40 && this.reads.commits.has(sha)) return sha;
+    // a revision this backend has not seen (a push after the head was read): read the heads again
+    this.reads.forgetHeads();
     try {
       const { data } = await this.octokit.rest.repos.getCommit({ ...this.repoArgs, ref: sha, per_page: 1 });
       return data.sha.startsWith(sha) ? data.sha : undefined;
@@ -198,85 +246,47 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
-  async readCommit(oid: string): Promise<CommitInfo> {
-    let cached = this.commits.get(oid);
-    if (cached) return cached;
-    await this.prefetch(oid).catch(() => undefined); // an unknown commit is reported by getCommit below
-    cached = this.commits.get(oid);
-    if (cached) return cached;
-    const { data } = await this.call(`reading commit ${oid}`, undefined, () => this.octokit.rest.git.getCommit({ ...this.repoArgs, commit_sha: oid }));
-    const info: CommitInfo = {
-      oid: data.sha,
-      parents: data.parents.map((p) => p.sha),
-      message: data.message,
-      tree: data.tree.sha,
-      author: personFrom(data.author),
-      committer: personFrom(data.committer),
-    };
-    this.commits.set(oid, info);
-    return info;
+  readCommit(oid: string): Promise<CommitInfo> {
+    return this.reads.readCommit(oid);
   }
 
-  /**
-   * A commit listing from `from` (GitHub orders it newest first over the whole graph), cached: one
-   * request brings the commit and the hundred around it, so a walk down the history costs one
-   * request per hundred commits instead of one per commit.
-   */
-  private async prefetch(from: string): Promise<void> {
-    const { data } = await this.call(`listing commits from ${from.slice(0, 12)}`, undefined, () =>
-      this.octokit.rest.repos.listCommits({ ...this.repoArgs, sha: from, per_page: 100 }),
-    );
-    for (const item of data) {
-      if (this.commits.has(item.sha)) continue;
-      this.commits.set(item.sha, {
-        oid: item.sha,
-        parents: item.parents.map((p) => p.sha),
-        message: item.commit.message,
-        tree: item.commit.tree.sha,
-        author: personFrom(item.commit.author),
-        committer: personFrom(item.commit.committer),
-      });
-    }
-  }
-
+  /** As tree-walk.ts filesUnder: the path's state (symlinks refused), a folder's blobs, names checked. */
   async listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
-    return filesUnder(this.readTreeItems, (await this.readCommit(commit)).tree, paths, (oid, prefix, out) => this.collect(oid, prefix, out));
-  }
-
-  /** A folder in one recursive request; when GitHub truncates it, tree by tree. */
-  private async collect(treeSha: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {
-    const { data } = await this.call(`listing tree ${prefix}`, undefined, () => this.octokit.rest.git.getTree({ ...this.repoArgs, tree_sha: treeSha, recursive: '1' }));
-    if (!data.truncated) {
-      for (const e of data.tree) if (e.type === 'blob' && e.path && e.sha && e.mode) out.set(joinPath(prefix, e.path), { oid: e.sha, mode: e.mode });
-      return;
+    const out = new Map<string, FileEntry>();
+    for (const p of paths) {
+      const clean = p.replace(/\/+$/, '');
+      const state = await this.reads.pathState(commit, clean);
+      if (state.kind === 'symlink') throw symlinkRefusal(clean, state.at);
+      if (state.kind === 'absent') continue;
+      if (state.type === 'tree') await this.reads.collectFolder(state.oid, clean, out);
+      else if (state.type === 'blob' && !p.endsWith('/')) out.set(clean, { oid: state.oid, mode: state.mode });
     }
-    await collectByWalking(this.readTreeItems, treeSha, prefix, out);
+    for (const file of out.keys()) {
+      const parts = file.split('/');
+      parts.forEach((name, i) => checkEntryName(name, parts.slice(0, i).join('/')));
+    }
+    return out;
   }
 
   async pathOid(commit: string, path: string): Promise<string | undefined> {
-    const { tree } = await this.readCommit(commit);
-    return (await entryAt(this.readTreeItems, tree, path.replace(/\/+$/, '')))?.oid;
+    const clean = path.replace(/\/+$/, '');
+    const state = await this.reads.pathState(commit, clean);
+    if (state.kind === 'symlink') throw symlinkRefusal(clean, state.at);
+    return state.kind === 'entry' ? state.oid : undefined;
   }
 
-  private readonly readTreeItems = (sha: string) => this.readTree(sha);
-
-  async readTree(sha: string): Promise<TreeItem[]> {
-    let entries = this.trees.get(sha);
-    if (!entries) {
-      const { data } = await this.call(`reading tree ${sha}`, undefined, () => this.octokit.rest.git.getTree({ ...this.repoArgs, tree_sha: sha }));
-      entries = data.tree.map((e) => ({ path: e.path ?? '', mode: e.mode ?? '', type: e.type ?? '', oid: e.sha ?? '' }));
-      this.trees.set(sha, entries);
-    }
-    return entries;
+  readTree(sha: string): Promise<TreeItem[]> {
+    return this.reads.readTree(sha);
   }
 
-  async readBlob(oid: string): Promise<Uint8Array> {
-    const { data } = await this.call(`reading blob ${oid}`, undefined, () => this.octokit.rest.git.getBlob({ ...this.repoArgs, file_sha: oid }));
-    return new Uint8Array(Buffer.from(data.content, data.encoding === 'base64' ? 'base64' : 'utf8'));
+  readBlob(oid: string): Promise<Uint8Array> {
+    return this.reads.readBlob(oid);
   }
 
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
     if (ancestor === descendant) return true;
+    const known = this.reads.ancestryFromCache(ancestor, descendant);
+    if (known !== undefined) return known;
     try {
       const { data } = await this.octokit.rest.repos.compareCommits({ ...this.repoArgs, base: ancestor, head: descendant, per_page: 1 });
       return data.status === 'ahead' || data.status === 'identical';
@@ -286,7 +296,13 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
-  // ---- writing -----------------------------------------------------------------------------------
+  /** Verified last-known-good records: Deployments, one environment per target (github-deployments.ts). */
+  notes(): NotesStore {
+    this.records ??= openDeploymentRecords({ owner: this.owner, repo: this.repo, octokit: this.octokit, gql: this.gql, ...(this.opts.environment ? { environment: this.opts.environment } : {}), ...(this.opts.onWarning ? { onWarning: this.opts.onWarning } : {}) });
+    return this.records;
+  }
+
+  // ---- writing: REST git data (what createCommitOnBranch cannot express) ---------------------------
 
   /** The change's tree on top of change.parent's: blobs reused by SHA, only new content uploaded. */
   private async writeTree(change: Change): Promise<{ tree: string; parentTree: string }> {
@@ -321,8 +337,41 @@ class GitHubRepo implements GitHubBackend {
     const { data } = await this.call('creating the commit', 'contents', () =>
       this.octokit.rest.git.createCommit({ ...this.repoArgs, message: redact(change.message), tree, parents: [change.parent], author }),
     );
-    this.commits.set(data.sha, { oid: data.sha, parents: [change.parent], message: data.message, tree, author: change.author, committer: personFrom(data.committer) });
+    this.reads.cacheCommit({ oid: data.sha, parents: [change.parent], message: data.message, tree, author: change.author, committer: personFrom(data.committer) });
     return data.sha;
+  }
+
+  // ---- writing: createCommitOnBranch --------------------------------------------------------------
+
+  private commitInput(change: Change, branch: string, plan: CommitPlan, expected = change.parent) {
+    const message = splitMessage(redact(change.message));
+    return {
+      branch: { repositoryNameWithOwner: `${this.owner}/${this.repo}`, branchName: branch },
+      expectedHeadOid: expected,
+      message: message.body ? message : { headline: message.headline },
+      fileChanges: { additions: plan.additions, deletions: plan.deletions },
+    };
+  }
+
+  /** One signed commit on `branch` (which must be at `change.parent`); undefined when the branch moved. */
+  private async commitOnBranch(change: Change, branch: string, plan: CommitPlan): Promise<string | undefined> {
+    const doc = 'mutation($input: CreateCommitOnBranchInput!) { createCommitOnBranch(input: $input) { commit { oid } } }';
+    const { data, errors } = await this.gql.run<{ createCommitOnBranch: { commit: { oid: string } | null } | null }>(
+      `writing the revert commit to ${branch}`, 'contents', doc, { input: this.commitInput(change, branch, plan) },
+    );
+    const oid = data?.createCommitOnBranch?.commit?.oid;
+    if (oid && errors.length === 0) {
+      this.rememberCommit(change, oid);
+      return oid;
+    }
+    if (errors.some((e) => e.type === 'STALE_DATA' || /expected branch to point to/i.test(e.message))) return undefined;
+    throw this.gql.failure(`writing the revert commit to ${branch}`, 'contents', errors, branch);
+  }
+
+  private rememberCommit(change: Change, oid: string): void {
+    // the commit's tree is GitHub's to compute: only its parents and message are known here
+    for (const f of change.files) if ('content' in f) this.reads.cacheBlob(gitBlobOidOf(f.content), f.content);
+    void oid;
   }
 
   async deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult> {
@@ -330,8 +379,10 @@ class GitHubRepo implements GitHubBackend {
   }
 
   /**
-   * [COMMIT] a non-forced ref update: a concurrent push makes it fail (422, not a fast-forward), and
-   * then the change is re-planned on the new head, `concurrentPushAttempts` times at most.
+   * [COMMIT] a compare-and-swap on the branch: createCommitOnBranch with `expectedHeadOid` (or, on
+   * the REST path, a non-forced ref update). When the branch moved, the change is re-planned on the
+   * new head, `concurrentPushAttempts` times at most; without `replan` the engine re-plans
+   * (StaleHeadError).
    */
   private async deliverCommit(first: Change): Promise<DeliveryResult> {
     const attempts = this.opts.concurrentPushAttempts ?? 3;
@@ -340,17 +391,17 @@ class GitHubRepo implements GitHubBackend {
       const current = await this.head(change.branch);
       let moved = current !== change.parent ? current : undefined;
       if (!moved) {
-        const { tree, parentTree } = await this.writeTree(change);
-        if (tree === parentTree) return { commit: change.parent, branch: change.branch, created: false };
-        const commit = await this.createCommit(change, tree);
-        try {
-          await this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${change.branch}`, sha: commit, force: false });
-          return { commit, branch: change.branch, created: true };
-        } catch (error) {
-          if (!(isOctokitFailure(error) && error.status === 422)) throw this.wrap(`updating branch ${change.branch}`, 'contents', error);
-          moved = await this.head(change.branch);
+        const plan = await planCommit(change, this.reads);
+        if (plan.noop) return { commit: change.parent, branch: change.branch, created: false };
+        const commit = plan.restBecause ? await this.commitThroughRest(change) : await this.commitOnBranch(change, change.branch, plan);
+        if (commit) {
+          this.reads.setHead(change.branch, commit);
+          return { commit, branch: change.branch, created: true, ...(plan.restBecause ? { warnings: [this.warn(restWarning(plan.restBecause, true))] } : {}) };
         }
+        this.reads.forgetHead(change.branch);
+        moved = await this.head(change.branch);
       }
+      this.reads.forgetHead(change.branch);
       if (!this.opts.replan) throw new StaleHeadError(change.branch, moved);
       if (attempt >= attempts) {
         throw new RemoteError('github', `branch ${change.branch} kept moving while the revert was written: gave up after ${attempts} attempts`, { status: 422 });
@@ -361,10 +412,30 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
+  /** The REST path of commit mode: tree, commit, non-forced ref update; undefined when the branch moved. */
+  private async commitThroughRest(change: Change): Promise<string | undefined> {
+    const { tree } = await this.writeTree(change);
+    const commit = await this.createCommit(change, tree);
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${change.branch}`, sha: commit, force: false });
+      return commit;
+    } catch (error) {
+      if (isOctokitFailure(error) && error.status === 422 && !protectionRule(failureText(error))) return undefined;
+      throw this.wrap(`updating branch ${change.branch}`, 'contents', error, change.branch);
+    }
+  }
+
+  private warn(message: string): string {
+    const clean = redact(message);
+    this.opts.onWarning?.(clean);
+    return clean;
+  }
+
   /**
    * [PULL REQUEST] one open PR per target and bad revision (branch `lastgood/<target>/<bad12>` and the
-   * body marker). [UPDATE] when it exists: its branch moves only when the tree differs, title and body
-   * follow the new plan, and a comment says when the evidence changed. [CREATE] otherwise.
+   * body marker). [UPDATE] when it exists: its branch moves only when the planned change differs
+   * from what the PR shows, title and body follow the new plan, and a comment says when the evidence
+   * changed. [CREATE] otherwise: branch, signed commit and pull request in one mutation document.
    */
   private async deliverPullRequest(change: Change): Promise<DeliveryResult> {
     const spec: PullRequestSpec = change.pullRequest ?? { title: change.message.split('\n')[0] ?? 'lastgood revert', body: change.message, labels: [], reviewers: [], assignees: [], draft: false, autoMerge: false };
@@ -372,26 +443,24 @@ class GitHubRepo implements GitHubBackend {
     const marker = pullRequestMarker(change);
     // a token must never reach a PR, even if some evidence text carried one
     const title = redact(spec.title);
-    const body = `${redact(spec.body).trimEnd()}\n\n${marker}\n`;
+    const plan = await planCommit(change, this.reads);
+    const fallbackNote = plan.restBecause ? `\n\n> lastgood: this revert's commit was ${restWarning(plan.restBecause, true)}.` : '';
+    const body = `${redact(spec.body).trimEnd()}${fallbackNote}\n\n${marker}\n`;
     const warnings: string[] = [];
     const warn = (m: string) => {
-      warnings.push(redact(m));
-      this.opts.onWarning?.(redact(m));
+      warnings.push(this.warn(m));
     };
+    if (plan.restBecause) warn(restWarning(plan.restBecause, true));
 
-    const existing = await this.findPullRequest(change.branch, branch, marker);
-    const { tree, parentTree } = await this.writeTree(change);
-    if (tree === parentTree && !existing) return { commit: change.parent, branch, created: false, warnings: ['the change leaves the tree as it is: no pull request opened'] };
+    const ctx = await this.pullRequestContext(change.branch, branch, marker, spec);
+    const existing = ctx.pull;
+    if (plan.noop && !existing) return { commit: change.parent, branch, created: false, warnings: ['the change leaves the tree as it is: no pull request opened'] };
 
     if (existing) {
-      // [UPDATE] the branch moves only when the planned tree differs from what the PR shows
+      // [UPDATE] the branch moves only when the plan differs from what the PR shows
       let head = existing.headSha;
-      if ((await this.readCommit(existing.headSha)).tree !== tree && tree !== parentTree) {
-        const commit = await this.createCommit(change, tree);
-        await this.call(`updating branch ${existing.headRef}`, 'contents', () =>
-          this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${existing.headRef}`, sha: commit, force: true }),
-        );
-        head = commit;
+      if (!plan.noop && (await this.differsFrom(existing.headSha, change, plan))) {
+        head = plan.restBecause ? await this.moveThroughRest(existing.headRef, change) : await this.moveSigned(existing.headRef, change, plan);
       }
       const evidenceChanged = stripMarker(existing.body) !== stripMarker(body);
       if (existing.title !== title || evidenceChanged) {
@@ -412,50 +481,206 @@ class GitHubRepo implements GitHubBackend {
     }
 
     // [CREATE]
-    const commit = await this.createCommit(change, tree);
-    await this.pointBranch(branch, commit, tree);
-    let created: { number: number; html_url: string };
-    try {
-      ({ data: created } = await this.octokit.rest.pulls.create({ ...this.repoArgs, title, head: branch, base: change.branch, body, draft: spec.draft, maintainer_can_modify: true }));
-    } catch (error) {
-      // another run opened it between our lookup and now: use that one
-      if (isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error))) {
-        const raced = await this.findPullRequest(change.branch, branch, marker);
-        if (raced) return { commit: raced.headSha, branch: raced.headRef, pullRequest: { url: raced.url, number: raced.number }, created: false };
+    let commit: string;
+    let pull: { id?: string; number: number; url: string };
+    if (plan.restBecause) {
+      const { tree } = await this.writeTree(change);
+      commit = await this.createCommit(change, tree);
+      await this.pointBranch(branch, commit, tree);
+      try {
+        const { data } = await this.octokit.rest.pulls.create({ ...this.repoArgs, title, head: branch, base: change.branch, body, draft: spec.draft, maintainer_can_modify: true });
+        pull = { number: data.number, url: data.html_url, id: data.node_id };
+      } catch (error) {
+        // another run opened it between our lookup and now: use that one
+        if (isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error))) {
+          const raced = (await this.pullRequestContext(change.branch, branch, marker, spec)).pull;
+          if (raced) return { commit: raced.headSha, branch: raced.headRef, pullRequest: { url: raced.url, number: raced.number }, created: false };
+        }
+        throw this.wrap(`opening the pull request from ${branch}`, 'pull-requests', error);
       }
-      throw this.wrap(`opening the pull request from ${branch}`, 'pull-requests', error);
+    } else {
+      const made = await this.openSigned(change, branch, plan, ctx, { title, body, draft: spec.draft });
+      if ('raced' in made) return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: false };
+      ({ commit, pull } = made);
     }
-    const number = created.number;
-    if (spec.labels.length > 0) {
-      await this.call(`labelling pull request #${number}`, 'pull-requests', () => this.octokit.rest.issues.addLabels({ ...this.repoArgs, issue_number: number, labels: spec.labels }));
-    }
-    if (spec.reviewers.length > 0) {
-      // a reviewer who cannot review (the token's own user, no access) must not lose the revert
-      await this.octokit.rest.pulls.requestReviewers({ ...this.repoArgs, pull_number: number, reviewers: spec.reviewers }).catch((error: unknown) => {
-        warn(`could not request reviewers ${spec.reviewers.join(', ')} on #${number}: ${isOctokitFailure(error) ? failureText(error) : String(error)}`);
-      });
-    }
-    if (spec.assignees.length > 0) {
-      await this.octokit.rest.issues.addAssignees({ ...this.repoArgs, issue_number: number, assignees: spec.assignees }).catch((error: unknown) => {
-        warn(`could not assign ${spec.assignees.join(', ')} to #${number}: ${isOctokitFailure(error) ? failureText(error) : String(error)}`);
-      });
-    }
-    if (spec.autoMerge) await this.tryMerge(number, commit, warn);
-    return { commit, branch, pullRequest: { url: created.html_url, number }, created: true, ...(warnings.length ? { warnings } : {}) };
+    await this.decorate(pull, spec, ctx, warn);
+    if (spec.autoMerge) await this.tryMerge(pull.number, commit, warn);
+    return { commit, branch, pullRequest: { url: pull.url, number: pull.number }, created: true, ...(warnings.length ? { warnings } : {}) };
   }
 
-  /** The open PR for this target and bad revision: by head branch first, then by the body marker. */
-  private async findPullRequest(base: string, branch: string, marker: string) {
-    const byHead = await this.call('listing pull requests', undefined, () =>
-      this.octokit.rest.pulls.list({ ...this.repoArgs, state: 'open', head: `${this.owner}:${branch}`, per_page: 10 }),
-    );
-    let pull = byHead.data[0];
-    if (!pull) {
-      const open = await this.call('listing pull requests', undefined, () => this.octokit.rest.pulls.list({ ...this.repoArgs, state: 'open', base, per_page: 100 }));
-      pull = open.data.find((p) => p.body?.includes(marker));
+  /**
+   * Everything opening or updating the revert PR needs, in one query: the open PR (by head branch,
+   * else by the body marker among the open PRs on the base), the PR branch if it exists, and the
+   * node ids of the labels, reviewers and assignees.
+   */
+  private async pullRequestContext(base: string, branch: string, marker: string, spec: Pick<PullRequestSpec, 'labels' | 'reviewers' | 'assignees'>): Promise<PullRequestContext> {
+    const labels = [...new Set(spec.labels)];
+    const users = [...new Set([...spec.reviewers, ...spec.assignees])];
+    const vars: Record<string, unknown> = { owner: this.owner, name: this.repo, head: branch, base, ref: `refs/heads/${branch}` };
+    labels.forEach((l, i) => (vars[`l${i}`] = l));
+    users.forEach((u, i) => (vars[`u${i}`] = u));
+    const decl = [...labels.map((_, i) => `, $l${i}: String!`), ...users.map((_, i) => `, $u${i}: String!`)].join('');
+    const doc = `query($owner: String!, $name: String!, $head: String!, $base: String!, $ref: String!${decl}) {
+  repository(owner: $owner, name: $name) {
+    id
+    byHead: pullRequests(headRefName: $head, states: [OPEN], first: 10) { nodes { ${PULL_FIELDS} } }
+    byBase: pullRequests(baseRefName: $base, states: [OPEN], first: 100, orderBy: { field: CREATED_AT, direction: DESC }) { nodes { ${PULL_FIELDS} } }
+    branch: ref(qualifiedName: $ref) { id target { oid } }
+    ${labels.map((_, i) => `l${i}: label(name: $l${i}) { id }`).join(' ')}
+  }
+  ${users.map((_, i) => `u${i}: user(login: $u${i}) { id }`).join(' ')}
+}`;
+    type Answer = { repository: { id: string; byHead: { nodes: GqlPull[] }; byBase: { nodes: GqlPull[] }; branch: { id: string; target: { oid: string } } | null } & Record<string, unknown> } & Record<string, { id: string } | null>;
+    const { data, errors } = await this.gql.run<Answer>('looking for the revert pull request', undefined, doc, vars);
+    // a login that is no user is a warning later, not a failure now
+    const fatal = errors.filter((e) => !(e.type === 'NOT_FOUND' && typeof e.path?.[0] === 'string' && /^u\d+$/.test(e.path[0])));
+    if (fatal.length > 0 || !data) throw this.gql.failure('looking for the revert pull request', undefined, fatal);
+    const repo = data.repository;
+    const ours = (p: GqlPull) => !p.headRepositoryOwner || p.headRepositoryOwner.login.toLowerCase() === this.owner.toLowerCase();
+    const pr = repo.byHead.nodes.find(ours) ?? repo.byBase.nodes.find((p) => p.body.includes(marker));
+    const labelIds = new Map<string, string>();
+    labels.forEach((l, i) => {
+      const id = (repo[`l${i}`] as { id: string } | null)?.id;
+      if (id) labelIds.set(l, id);
+    });
+    const userIds = new Map<string, string>();
+    users.forEach((u, i) => {
+      const id = data[`u${i}`]?.id;
+      if (id) userIds.set(u, id);
+    });
+    return {
+      repositoryId: repo.id,
+      pull: pr && { id: pr.id, number: pr.number, url: pr.url, headRef: pr.headRefName, headSha: pr.headRefOid, title: pr.title, body: pr.body, labels: (pr.labels?.nodes ?? []).map((l) => l.name) },
+      branch: repo.branch ? { id: repo.branch.id, oid: repo.branch.target.oid } : undefined,
+      labelIds,
+      userIds,
+    };
+  }
+
+  /**
+   * [CREATE] the PR branch at the parent (or a stale one moved back to it), the signed commit on it
+   * and the pull request, in one mutation document: mutations run in order, and the pull request
+   * cannot open without the commit ("No commits between"). Another run that got there first is
+   * found again and used.
+   */
+  private async openSigned(change: Change, branch: string, plan: CommitPlan, ctx: PullRequestContext, pr: { title: string; body: string; draft: boolean }): Promise<{ commit: string; pull: { id: string; number: number; url: string } } | { raced: FoundPull }> {
+    const doc = `mutation($ref: ${ctx.branch ? 'UpdateRefInput!' : 'CreateRefInput!'}, $commit: CreateCommitOnBranchInput!, $pr: CreatePullRequestInput!) {
+  branch: ${ctx.branch ? 'updateRef' : 'createRef'}(input: $ref) { ref { id } }
+  commit: createCommitOnBranch(input: $commit) { commit { oid } }
+  pull: createPullRequest(input: $pr) { pullRequest { id number url } }
+}`;
+    const ref = ctx.branch ? { refId: ctx.branch.id, oid: change.parent, force: true } : { repositoryId: ctx.repositoryId, name: `refs/heads/${branch}`, oid: change.parent };
+    const vars = {
+      ref,
+      commit: this.commitInput(change, branch, plan),
+      pr: { repositoryId: ctx.repositoryId, baseRefName: change.branch, headRefName: branch, title: pr.title, body: pr.body, draft: pr.draft, maintainerCanModify: true },
+    };
+    type Answer = { commit: { commit: { oid: string } | null } | null; pull: { pullRequest: { id: string; number: number; url: string } | null } | null };
+    const { data, errors } = await this.gql.run<Answer>(`opening the pull request from ${branch}`, 'contents', doc, vars);
+    const commit = data?.commit?.commit?.oid;
+    const pull = data?.pull?.pullRequest;
+    if (commit) this.rememberCommit(change, commit);
+    if (commit && pull) return { commit, pull };
+    const at = (name: string) => errors.filter((e) => e.path?.[0] === name);
+    if (errors.some((e) => STALE.test(e.message) || e.type === 'STALE_DATA')) {
+      const raced = (await this.pullRequestContext(change.branch, branch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] })).pull;
+      if (raced) return { raced };
     }
-    if (!pull) return undefined;
-    return { number: pull.number, url: pull.html_url, headRef: pull.head.ref, headSha: pull.head.sha, title: pull.title, body: pull.body ?? '', labels: pull.labels.map((l) => l.name ?? '') };
+    // the first failure is the cause: a refused commit makes the pull request fail too
+    const [cause, permission]: [GraphQLErrorItem[], Permission] = at('branch').length ? [at('branch'), 'contents'] : at('commit').length ? [at('commit'), 'contents'] : [at('pull'), 'pull-requests'];
+    throw this.gql.failure(`opening the pull request from ${branch}`, permission, cause.length ? cause : errors, branch);
+  }
+
+  /** Labels, reviewers and assignees in one mutation; labels that do not exist yet through REST (it creates them). */
+  private async decorate(pull: { id?: string; number: number }, spec: PullRequestSpec, ctx: PullRequestContext, warn: (m: string) => void): Promise<void> {
+    const labelIds = spec.labels.map((l) => ctx.labelIds.get(l));
+    const restLabels = spec.labels.length > 0 && (labelIds.some((id) => !id) || !pull.id);
+    if (restLabels) {
+      await this.call(`labelling pull request #${pull.number}`, 'pull-requests', () => this.octokit.rest.issues.addLabels({ ...this.repoArgs, issue_number: pull.number, labels: spec.labels }));
+    }
+    const known = (logins: string[], what: string) => {
+      const missing = logins.filter((l) => !ctx.userIds.has(l));
+      if (missing.length) warn(`could not ${what} ${missing.join(', ')} on #${pull.number}: no such GitHub user`);
+      return logins.flatMap((l) => (ctx.userIds.has(l) ? [ctx.userIds.get(l)!] : []));
+    };
+    const reviewers = known(spec.reviewers, 'request reviews from');
+    const assignees = known(spec.assignees, 'assign');
+    const parts: string[] = [];
+    const vars: Record<string, unknown> = {};
+    if (!restLabels && spec.labels.length > 0) {
+      parts.push('labels: addLabelsToLabelable(input: $labels) { clientMutationId }');
+      vars.labels = { labelableId: pull.id, labelIds };
+    }
+    if (reviewers.length) {
+      parts.push('reviewers: requestReviews(input: $reviewers) { clientMutationId }');
+      vars.reviewers = { pullRequestId: pull.id, userIds: reviewers, union: true };
+    }
+    if (assignees.length) {
+      parts.push('assignees: addAssigneesToAssignable(input: $assignees) { clientMutationId }');
+      vars.assignees = { assignableId: pull.id, assigneeIds: assignees };
+    }
+    if (parts.length === 0 || !pull.id) return;
+    const types: Record<string, string> = { labels: 'AddLabelsToLabelableInput!', reviewers: 'RequestReviewsInput!', assignees: 'AddAssigneesToAssignableInput!' };
+    const doc = `mutation(${Object.keys(vars).map((k) => `$${k}: ${types[k]}`).join(', ')}) { ${parts.join(' ')} }`;
+    const { errors } = await this.gql.run(`labelling pull request #${pull.number}`, 'pull-requests', doc, vars);
+    const labelErrors = errors.filter((e) => e.path?.[0] === 'labels');
+    if (labelErrors.length) throw this.gql.failure(`labelling pull request #${pull.number}`, 'pull-requests', labelErrors);
+    // a reviewer who cannot review (the token's own user, no access) must not lose the revert
+    const reviewErrors = errors.filter((e) => e.path?.[0] === 'reviewers');
+    if (reviewErrors.length) warn(`could not request reviewers ${spec.reviewers.join(', ')} on #${pull.number}: ${reviewErrors.map((e) => e.message).join('; ')}`);
+    const assignErrors = errors.filter((e) => e.path?.[0] === 'assignees');
+    if (assignErrors.length) warn(`could not assign ${spec.assignees.join(', ')} to #${pull.number}: ${assignErrors.map((e) => e.message).join('; ')}`);
+  }
+
+  /** True unless the PR head is exactly the planned change on `change.parent` (the files its commit changes, and their content). */
+  private async differsFrom(prHead: string, change: Change, plan: CommitPlan): Promise<boolean> {
+    const head = await this.readCommit(prHead);
+    if (head.parents.length !== 1 || head.parents[0] !== change.parent) return true;
+    const { data } = await this.call(`reading commit ${prHead}`, undefined, () => this.octokit.rest.repos.getCommit({ ...this.repoArgs, ref: prHead, per_page: 300 }));
+    const touched = new Set((data.files ?? []).flatMap((f) => [f.filename, ...(f.previous_filename ? [f.previous_filename] : [])]));
+    if (touched.size !== plan.changed.length || plan.changed.some((p) => !touched.has(p))) return true;
+    for (const f of change.files) {
+      const there = this.reads.cachedEntry(prHead, f.path) ?? (await this.reads.pathState(prHead, f.path));
+      if ('delete' in f) {
+        if (there.kind === 'entry') return true;
+        continue;
+      }
+      const oid = 'oid' in f ? f.oid : gitBlobOidOf(f.content);
+      if (there.kind !== 'entry' || there.oid !== oid || there.mode !== f.mode) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Moves an open PR's branch to a new signed commit on `change.parent`. Resetting the PR branch to
+   * the parent first would close the PR ("no changes"), so the commit is made on a short-lived
+   * branch and the PR branch is then moved to it (as @changesets/ghcommit does, core.ts).
+   */
+  private async moveSigned(prBranch: string, change: Change, plan: CommitPlan): Promise<string> {
+    const ctx = await this.pullRequestContext(change.branch, prBranch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] });
+    const temp = `lastgood-tmp/${change.target}/${randomBytes(4).toString('hex')}`;
+    const doc = `mutation($ref: CreateRefInput!, $commit: CreateCommitOnBranchInput!) { branch: createRef(input: $ref) { ref { id } } commit: createCommitOnBranch(input: $commit) { commit { oid } } }`;
+    const { data, errors } = await this.gql.run<{ branch: { ref: { id: string } | null } | null; commit: { commit: { oid: string } | null } | null }>(
+      `updating pull request branch ${prBranch}`, 'contents', doc,
+      { ref: { repositoryId: ctx.repositoryId, name: `refs/heads/${temp}`, oid: change.parent }, commit: this.commitInput(change, temp, plan) },
+    );
+    const tempId = data?.branch?.ref?.id;
+    try {
+      const commit = data?.commit?.commit?.oid;
+      if (!commit || errors.length) throw this.gql.failure(`updating pull request branch ${prBranch}`, 'contents', errors, prBranch);
+      await this.call(`updating branch ${prBranch}`, 'contents', () => this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${prBranch}`, sha: commit, force: true }));
+      this.rememberCommit(change, commit);
+      return commit;
+    } finally {
+      if (tempId) await this.octokit.rest.git.deleteRef({ ...this.repoArgs, ref: `heads/${temp}` }).catch(() => undefined);
+    }
+  }
+
+  private async moveThroughRest(prBranch: string, change: Change): Promise<string> {
+    const { tree } = await this.writeTree(change);
+    const commit = await this.createCommit(change, tree);
+    await this.call(`updating branch ${prBranch}`, 'contents', () => this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${prBranch}`, sha: commit, force: true }));
+    return commit;
   }
 
   /** Creates the PR branch, or moves a stale one (left by a closed PR) to the new commit. */
@@ -464,8 +689,9 @@ class GitHubRepo implements GitHubBackend {
       await this.octokit.rest.git.createRef({ ...this.repoArgs, ref: `refs/heads/${branch}`, sha: commit });
       return;
     } catch (error) {
-      if (!(isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error)))) throw this.wrap(`creating branch ${branch}`, 'contents', error);
+      if (!(isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error)))) throw this.wrap(`creating branch ${branch}`, 'contents', error, branch);
     }
+    this.reads.forgetHead(branch);
     const current = await this.head(branch);
     if ((await this.readCommit(current)).tree === tree) return;
     await this.call(`updating branch ${branch}`, 'contents', () => this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${branch}`, sha: commit, force: true }));
@@ -569,13 +795,18 @@ export async function closeSupersededPullRequests(
 export const gitHubBackendFactory = {
   kind: 'github',
   matches: (location: string, opts: { apiUrl?: string }) => parseGitHubUrl(location, opts.apiUrl) !== undefined,
-  open: async (location: string, opts: { apiUrl?: string; token?: string }): Promise<GitHubBackend> => {
+  /** `opts.repo` is the config's `repo` section (its `github` settings are read here); `onWarning` is the door's */
+  open: async (location: string, opts: { apiUrl?: string; token?: string; repo?: unknown; onWarning?: (message: string) => void }): Promise<GitHubBackend> => {
     const parsed = parseGitHubUrl(location, opts.apiUrl);
     if (!parsed) throw new InputError(`"${redact(location)}" is not a GitHub repository URL`);
     if (!opts.token) throw new InputError(`${parsed.owner}/${parsed.repo}: a GitHub repository needs a token (GITHUB_TOKEN or the action's token input) with contents: write and pull-requests: write`);
     // github.com asks for writes one second apart (secondary rate limits); GHES has no such limit by default
     const writeIntervalMs = parsed.baseUrl === 'https://api.github.com' ? undefined : 0;
-    return createGitHubBackend({ owner: parsed.owner, repo: parsed.repo, token: opts.token, baseUrl: parsed.baseUrl, writeIntervalMs });
+    const environment = (opts.repo as { github?: { environment?: string } } | undefined)?.github?.environment;
+    return createGitHubBackend({
+      owner: parsed.owner, repo: parsed.repo, token: opts.token, baseUrl: parsed.baseUrl, writeIntervalMs,
+      ...(environment ? { environment } : {}), ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
+    });
   },
 };
 

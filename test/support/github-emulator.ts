@@ -2,6 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BareRepo, GitFailure, isoDate, parseIsoDate, type RawCommit, type TreeEntry } from './github-git.ts';
 import { OpenApiValidator, type OperationMatch } from './openapi-validator.ts';
+import { describeDocument, executeGraphQL } from './github-graphql.ts';
+import { EMULATOR_SIGNATURE, graphqlRoot, type EmulatedDeployment, type EmulatedDeploymentStatus, type EmulatorCore } from './github-graphql-repo.ts';
 
 /**
  * An emulator of the GitHub REST endpoints a revert pull request needs, backed by a real bare git
@@ -12,9 +14,16 @@ import { OpenApiValidator, type OperationMatch } from './openapi-validator.ts';
  * Emulated: repos.get, git refs (get, list matching, create, update with fast-forward check, delete),
  * git commits/trees/blobs (get, create), repos.listCommits (sha, path, per_page, page, Link),
  * repos.getCommit, repos.compareCommits, pulls (list, create, get, update, requestReviewers, merge),
- * issues (addLabels, addAssignees, createComment, listComments).
+ * issues (addLabels, addAssignees, createComment, listComments), deployments and their statuses
+ * (list, create; `auto_inactive` as GitHub applies it), and POST /graphql: what lastgood sends,
+ * validated against GitHub's published GraphQL schema (github-graphql.ts, github-graphql-repo.ts).
  *
- * Not emulated: the "mergeable" computation (always true), webhooks, checks, GraphQL, teams.
+ * Signatures and branch protection: commits GitHub makes itself (createCommitOnBranch, merges, and
+ * REST commits of an installation token) are signed and reported Verified; a REST commit of a
+ * user token is not. `protect(branch, { requiredSignatures, requirePullRequest })` makes ref
+ * updates refuse unsigned commits or direct writes, with GitHub's rule texts (GH013).
+ *
+ * Not emulated: the "mergeable" computation (always true), webhooks, checks, teams.
  * Auth errors, injected faults and permission refusals are not always described per operation in
  * the description, so those bodies are checked against `basic-error` instead.
  */
@@ -34,9 +43,22 @@ export interface RequestRecord {
   method: string;
   /** path and query, as received */
   path: string;
+  /** the REST operation; for GraphQL `graphql:query(repository)` / `graphql:mutation(createRef,createCommitOnBranch)` */
   operationId: string | undefined;
   status: number;
+  /** a REST write or a GraphQL mutation */
+  write: boolean;
 }
+
+/** Rules of a protected branch (classic protection or a ruleset: the emulator answers alike). */
+export interface BranchProtection {
+  /** "Require signed commits": every new commit must be Verified */
+  requiredSignatures?: boolean;
+  /** "Require a pull request before merging": no direct writes */
+  requirePullRequest?: boolean;
+}
+
+export type { EmulatedDeployment, EmulatedDeploymentStatus };
 
 export interface EmulatedPull {
   number: number;
@@ -65,8 +87,17 @@ export interface EmulatorOptions {
   token: string;
   /** the login the token belongs to (default "lastgood-bot") */
   user?: string;
-  /** the token's fine-grained permissions (default: write to both) */
-  permissions?: { contents?: 'read' | 'write'; pullRequests?: 'read' | 'write' };
+  /** the token's fine-grained permissions (default: write to all) */
+  permissions?: { contents?: 'read' | 'write'; pullRequests?: 'read' | 'write'; deployments?: 'none' | 'read' | 'write' };
+  /**
+   * whose token it is: GitHub signs the REST git-data commits of an installation token (a GitHub
+   * App, GITHUB_TOKEN), not those of a user token (default "user")
+   */
+  tokenKind?: 'installation' | 'user';
+  /** labels that exist in the repository (REST addLabels creates the others, GraphQL needs them to exist) */
+  labels?: string[];
+  /** protected branches and their rules */
+  protection?: Record<string, BranchProtection>;
   /** getTree with recursive: entries beyond this are cut and `truncated: true` (GitHub: 100,000) */
   treeEntryLimit?: number;
 }
@@ -82,6 +113,11 @@ export interface Emulator {
   /** raw request bodies received, to prove no secret was sent */
   readonly bodies: string[];
   readonly pulls: EmulatedPull[];
+  readonly deployments: EmulatedDeployment[];
+  /** commits GitHub signed (reported Verified) */
+  readonly signed: ReadonlySet<string>;
+  /** protects a branch (or changes its rules) */
+  protect(branch: string, rules: BranchProtection): void;
   inject(fault: Fault): void;
   /** runs before every ref update (create/update/merge), e.g. to simulate a concurrent push */
   onBeforeRefUpdate(hook: (ref: string, sha: string) => void | Promise<void>): void;
@@ -114,6 +150,10 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
   const pulls: EmulatedPull[] = [];
   const faults: Array<Fault & { left: number }> = [];
   const refHooks: Array<(ref: string, sha: string) => void | Promise<void>> = [];
+  const deployments: EmulatedDeployment[] = [];
+  const signed = new Set<string>();
+  const repoLabels = new Set(opts.labels ?? []);
+  const protection = new Map(Object.entries(opts.protection ?? {}));
   let nextId = 1000;
   let base = '';
   const now = () => isoDate(Math.floor(Date.now() / 1000));
@@ -162,19 +202,22 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     };
   };
   const gitUser = (s: RawCommit['author']) => ({ name: s.name, email: s.email, date: isoDate(s.time) });
-  const verification = { verified: false, reason: 'unsigned', signature: null, payload: null, verified_at: null };
+  const verificationOf = (sha: string) =>
+    signed.has(sha)
+      ? { verified: true, reason: 'valid', signature: EMULATOR_SIGNATURE, payload: null, verified_at: started }
+      : { verified: false, reason: 'unsigned', signature: null, payload: null, verified_at: null };
   const gitCommit = (c: RawCommit) => ({
     sha: c.sha, node_id: nodeId('Commit', c.sha), url: `${api()}/git/commits/${c.sha}`, html_url: `${web()}/commit/${c.sha}`,
     author: gitUser(c.author), committer: gitUser(c.committer), tree: { sha: c.tree, url: `${api()}/git/trees/${c.tree}` },
     message: c.message, parents: c.parents.map((p) => ({ sha: p, url: `${api()}/git/commits/${p}`, html_url: `${web()}/commit/${p}` })),
-    verification,
+    verification: verificationOf(c.sha),
   });
   const restCommit = (c: RawCommit) => ({
     url: `${api()}/commits/${c.sha}`, sha: c.sha, node_id: nodeId('Commit', c.sha), html_url: `${web()}/commit/${c.sha}`,
     comments_url: `${api()}/commits/${c.sha}/comments`,
     commit: {
       url: `${api()}/git/commits/${c.sha}`, author: gitUser(c.author), committer: gitUser(c.committer), message: c.message.replace(/\n$/, ''),
-      comment_count: 0, tree: { sha: c.tree, url: `${api()}/git/trees/${c.tree}` }, verification,
+      comment_count: 0, tree: { sha: c.tree, url: `${api()}/git/trees/${c.tree}` }, verification: verificationOf(c.sha),
     },
     // commits by e-mail addresses without an account: GitHub sends null
     author: null, committer: null,
@@ -245,8 +288,22 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     if ((await git.typeOf(sha)) !== 'commit') throw notFound();
     return git.readCommit(sha);
   };
-  const updateRef = async (ref: string, sha: string, expected: string | undefined) => {
+  /** GitHub's rule texts (GH013 "Repository rule violations found"), for the branch's rules the update breaks. */
+  const ruleViolations = async (ref: string, sha: string, expected: string | undefined, how: { viaPullRequest?: boolean }): Promise<string[]> => {
+    const rules = ref.startsWith('refs/heads/') ? protection.get(ref.slice('refs/heads/'.length)) : undefined;
+    if (!rules) return [];
+    const out: string[] = [];
+    if (rules.requirePullRequest && !how.viaPullRequest) out.push('Changes must be made through a pull request.');
+    if (rules.requiredSignatures) {
+      const added = (await git.text(['rev-list', sha, ...(expected ? [`^${expected}`] : [])])).split('\n').filter(Boolean);
+      if (added.some((c) => !signed.has(c))) out.push('Commits must have verified signatures.');
+    }
+    return out;
+  };
+  const updateRef = async (ref: string, sha: string, expected: string | undefined, how: { force?: boolean; viaPullRequest?: boolean } = {}) => {
     for (const hook of refHooks) await hook(ref, sha);
+    const violated = await ruleViolations(ref, sha, expected, how);
+    if (violated.length > 0) throw unprocessable(`Repository rule violations found\n\n${violated.join('\n\n')}\n\n`);
     const current = await git.resolve(ref);
     if (current !== expected) {
       // the ref moved between our read and our write: GitHub reports the same as a non-fast-forward
@@ -278,7 +335,49 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     return parts.length ? { link: parts.join(', ') } : {};
   };
   const isWrite = (method: string) => method !== 'GET' && method !== 'HEAD';
-  const permissionFor = (operationId: string) => (operationId.startsWith('git/') || operationId === 'repos/merge' ? 'contents' : operationId.startsWith('pulls/') ? 'pullRequests' : 'issues');
+  const permissionFor = (operationId: string) =>
+    operationId.startsWith('git/') || operationId === 'repos/merge' ? 'contents' : operationId.startsWith('pulls/') ? 'pullRequests' : /deployment/.test(operationId) ? 'deployments' : 'issues';
+  const granted = (what: 'contents' | 'pullRequests' | 'issues' | 'deployments') =>
+    what === 'contents' ? (opts.permissions?.contents ?? 'write') : what === 'deployments' ? (opts.permissions?.deployments ?? 'write') : (opts.permissions?.pullRequests ?? 'write');
+
+  /** pulls.create and GraphQL createPullRequest: GitHub's checks, then a new open pull request. */
+  const createPull = async (input: { title: string; body: string | null; head: string; base: string; draft: boolean; maintainerCanModify: boolean }): Promise<EmulatedPull> => {
+    const headSha = await git.resolve(`refs/heads/${input.head}`);
+    const baseSha = await git.resolve(`refs/heads/${input.base}`);
+    if (!headSha) throw unprocessable('Validation Failed', [{ resource: 'PullRequest', field: 'head', code: 'invalid' }]);
+    if (!baseSha) throw unprocessable('Validation Failed', [{ resource: 'PullRequest', field: 'base', code: 'invalid' }]);
+    if (pulls.some((p) => p.state === 'open' && p.head === input.head && p.base === input.base)) {
+      throw unprocessable('Validation Failed', [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${opts.owner}:${input.head}.` }]);
+    }
+    if ((await git.count(`${baseSha}..${headSha}`)) === 0) {
+      throw unprocessable('Validation Failed', [{ resource: 'PullRequest', code: 'custom', message: `No commits between ${input.base} and ${input.head}` }]);
+    }
+    const stamp = now();
+    const p: EmulatedPull = {
+      number: pulls.length + 1, title: input.title, body: input.body, head: input.head, base: input.base, state: 'open', draft: input.draft,
+      merged: false, mergeCommit: null, maintainerCanModify: input.maintainerCanModify, labels: [], assignees: [], reviewers: [],
+      comments: [], created: stamp, updated: stamp, closed: null,
+    };
+    pulls.push(p);
+    return p;
+  };
+
+  // ---- deployments ---------------------------------------------------------------------------------
+  const deploymentBody = (d: EmulatedDeployment) => ({
+    url: `${api()}/deployments/${d.id}`, id: d.id, node_id: nodeId('Deployment', d.id), sha: d.sha, ref: d.ref, task: d.task, payload: d.payload,
+    original_environment: d.environment, environment: d.environment, description: d.description, creator: user(login), created_at: d.created, updated_at: d.updated,
+    statuses_url: `${api()}/deployments/${d.id}/statuses`, repository_url: api(), transient_environment: d.transient, production_environment: d.production,
+  });
+  const deploymentStatusBody = (d: EmulatedDeployment, st: EmulatedDeploymentStatus) => ({
+    url: `${api()}/deployments/${d.id}/statuses/${st.id}`, id: st.id, node_id: nodeId('DeploymentStatus', st.id), state: st.state, creator: user(st.creator),
+    description: st.description, environment: st.environment, target_url: `${web()}/deployments/${encodeURIComponent(st.environment)}`, created_at: st.created, updated_at: st.created,
+    deployment_url: `${api()}/deployments/${d.id}`, repository_url: api(), environment_url: `${web()}/deployments/${encodeURIComponent(st.environment)}`, log_url: `${web()}/deployments/${encodeURIComponent(st.environment)}`,
+  });
+  const requireDeployment = (id: string | undefined) => {
+    const d = deployments.find((x) => x.id === Number(id));
+    if (!d) throw notFound();
+    return d;
+  };
 
   interface Reply {
     status: number;
@@ -314,7 +413,7 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       if (!current) throw unprocessable('Reference does not exist');
       if (!(await git.typeOf(body.sha))) throw unprocessable('Object does not exist');
       if (!body.force && !(await git.isAncestor(current, body.sha))) throw unprocessable('Update is not a fast forward');
-      await updateRef(ref, body.sha, current);
+      await updateRef(ref, body.sha, current, { force: body.force === true });
       return { status: 200, body: gitRef(ref, body.sha) };
     },
     'git/delete-ref': async (m) => {
@@ -337,7 +436,10 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       };
       const author = sig(body.author);
       const committer = sig(body.committer, body.author ? author : undefined);
-      const sha = await git.writeCommit({ tree: body.tree, parents: body.parents ?? [], author, committer, message: body.message });
+      // GitHub signs the git-data commits of a GitHub App's installation token, not a user's
+      const signs = opts.tokenKind === 'installation';
+      const sha = await git.writeCommit({ tree: body.tree, parents: body.parents ?? [], author, committer, message: body.message, ...(signs ? { gpgsig: EMULATOR_SIGNATURE } : {}) });
+      if (signs) signed.add(sha);
       return { status: 201, body: gitCommit(await git.readCommit(sha)), headers: { location: `${api()}/git/commits/${sha}` } };
     },
 
@@ -383,7 +485,20 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     'repos/get-commit': async (m) => {
       const sha = await git.resolve(m.params.ref ?? '', '^{commit}');
       if (!sha) throw unprocessable(`No commit found for SHA: ${m.params.ref}`);
-      return { status: 200, body: restCommit(await git.readCommit(sha)) };
+      const c = await git.readCommit(sha);
+      // the files the commit changes against its first parent (no rename detection: added + removed)
+      const raw = (await git.text(['diff-tree', '-r', '-z', '--no-commit-id', ...(c.parents[0] ? [c.parents[0], sha] : ['--root', sha])])).split('\0').filter(Boolean);
+      const files: unknown[] = [];
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        const [, , , after = '', status = ''] = raw[i]!.replace(/^:/, '').split(' ');
+        const filename = raw[i + 1]!;
+        const blob = after === '0'.repeat(40) ? '0'.repeat(40) : after;
+        files.push({
+          sha: blob, filename, status: status === 'A' ? 'added' : status === 'D' ? 'removed' : 'modified', additions: 0, deletions: 0, changes: 0,
+          blob_url: `${web()}/blob/${sha}/${filename}`, raw_url: `${web()}/raw/${sha}/${filename}`, contents_url: `${api()}/contents/${filename}?ref=${sha}`,
+        });
+      }
+      return { status: 200, body: { ...restCommit(c), files, stats: { additions: 0, deletions: 0, total: 0 } } };
     },
     'repos/compare-commits': async (m, q) => {
       const baseSha = await git.resolve(m.params.base ?? '', '^{commit}');
@@ -423,23 +538,7 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     },
     'pulls/create': async (_m, _q, body) => {
       const head = String(body.head).replace(new RegExp(`^${opts.owner}:`), '');
-      const headSha = await git.resolve(`refs/heads/${head}`);
-      const baseSha = await git.resolve(`refs/heads/${body.base}`);
-      if (!headSha) throw unprocessable('Validation Failed', [{ resource: 'PullRequest', field: 'head', code: 'invalid' }]);
-      if (!baseSha) throw unprocessable('Validation Failed', [{ resource: 'PullRequest', field: 'base', code: 'invalid' }]);
-      if (pulls.some((p) => p.state === 'open' && p.head === head && p.base === body.base)) {
-        throw unprocessable('Validation Failed', [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${opts.owner}:${head}.` }]);
-      }
-      if ((await git.count(`${baseSha}..${headSha}`)) === 0) {
-        throw unprocessable('Validation Failed', [{ resource: 'PullRequest', code: 'custom', message: `No commits between ${body.base} and ${head}` }]);
-      }
-      const stamp = now();
-      const p: EmulatedPull = {
-        number: pulls.length + 1, title: body.title, body: body.body ?? null, head, base: body.base, state: 'open', draft: body.draft === true,
-        merged: false, mergeCommit: null, maintainerCanModify: body.maintainer_can_modify !== false, labels: [], assignees: [], reviewers: [],
-        comments: [], created: stamp, updated: stamp, closed: null,
-      };
-      pulls.push(p);
+      const p = await createPull({ title: body.title, body: body.body ?? null, head, base: body.base, draft: body.draft === true, maintainerCanModify: body.maintainer_can_modify !== false });
       return { status: 201, body: await pullFull(p), headers: { location: `${api()}/pulls/${p.number}` } };
     },
     'pulls/get': async (m) => ({ status: 200, body: await pullFull(requirePull(m.params.pull_number)) }),
@@ -481,17 +580,65 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       const title = body?.commit_title ?? (method === 'merge' ? `Merge pull request #${p.number} from ${opts.owner}/${p.head}` : `${p.title} (#${p.number})`);
       const sha = await git.writeCommit({
         tree, parents: method === 'merge' ? [baseSha, head] : [baseSha], author: sig, committer: sig,
-        message: `${title}\n\n${body?.commit_message ?? ''}`.trimEnd() + '\n',
+        message: `${title}\n\n${body?.commit_message ?? ''}`.trimEnd() + '\n', gpgsig: EMULATOR_SIGNATURE,
       });
-      await updateRef(baseRef, sha, baseSha);
+      signed.add(sha); // GitHub signs the merges it makes
+      await updateRef(baseRef, sha, baseSha, { viaPullRequest: true });
       Object.assign(p, { state: 'closed', merged: true, mergeCommit: sha, closed: now(), updated: now() });
       return { status: 200, body: { sha, merged: true, message: 'Pull Request successfully merged' } };
+    },
+
+    'repos/list-deployments': async (_m, q, _b, rawPath) => {
+      const matching = deployments
+        .filter((d) => (!q.get('sha') || d.sha === q.get('sha')) && (!q.get('ref') || d.ref === q.get('ref')) && (!q.get('task') || d.task === q.get('task')) && (!q.get('environment') || d.environment === q.get('environment')))
+        .reverse();
+      const { perPage, pageNo, from } = page(q, 30);
+      return { status: 200, body: matching.slice(from, from + perPage).map(deploymentBody), headers: linkHeader(rawPath, q, pageNo, perPage, matching.length) };
+    },
+    'repos/create-deployment': async (_m, _q, body) => {
+      const sha = (await git.resolve(String(body.ref), '^{commit}'));
+      if (!sha) throw unprocessable(`No ref found for: ${body.ref}`);
+      if (body.auto_merge !== false) violations.push('create-deployment without auto_merge: false: GitHub would try to merge the default branch into the ref');
+      if (!Array.isArray(body.required_contexts)) violations.push('create-deployment without required_contexts: GitHub would require every commit status to pass');
+      const environment = body.environment ?? 'production';
+      const stamp = now();
+      const d: EmulatedDeployment = {
+        id: nextId++, sha, ref: String(body.ref), task: body.task ?? 'deploy', environment, payload: body.payload ?? {}, description: body.description ?? null,
+        transient: body.transient_environment === true, production: body.production_environment ?? environment === 'production', created: stamp, updated: stamp, creator: login, statuses: [],
+      };
+      deployments.push(d);
+      return { status: 201, body: deploymentBody(d), headers: { location: `${api()}/deployments/${d.id}` } };
+    },
+    'repos/get-deployment': async (m) => ({ status: 200, body: deploymentBody(requireDeployment(m.params.deployment_id)) }),
+    'repos/list-deployment-statuses': async (m, q, _b, rawPath) => {
+      const d = requireDeployment(m.params.deployment_id);
+      const newest = [...d.statuses].reverse();
+      const { perPage, pageNo, from } = page(q, 30);
+      return { status: 200, body: newest.slice(from, from + perPage).map((st) => deploymentStatusBody(d, st)), headers: linkHeader(rawPath, q, pageNo, perPage, newest.length) };
+    },
+    'repos/create-deployment-status': async (m, _q, body) => {
+      const d = requireDeployment(m.params.deployment_id);
+      const st: EmulatedDeploymentStatus = { id: nextId++, state: body.state, description: body.description ?? '', environment: body.environment ?? d.environment, created: now(), creator: login };
+      d.statuses.push(st);
+      d.updated = st.created;
+      // auto_inactive (default true): prior successful deployments of the environment become inactive,
+      // for non-transient, non-production environments (GitHub's REST documentation)
+      if (st.state === 'success' && body.auto_inactive !== false && !d.transient && !d.production) {
+        for (const other of deployments) {
+          if (other === d || other.environment !== st.environment || other.statuses.at(-1)?.state !== 'success') continue;
+          other.statuses.push({ id: nextId++, state: 'inactive', description: '', environment: other.environment, created: st.created, creator: login });
+        }
+      }
+      return { status: 201, body: deploymentStatusBody(d, st), headers: { location: `${api()}/deployments/${d.id}/statuses/${st.id}` } };
     },
 
     'issues/add-labels': async (m, _q, body) => {
       const p = requirePull(m.params.issue_number);
       const names = (Array.isArray(body) ? body : (body?.labels ?? [])).map((l: string | { name: string }) => (typeof l === 'string' ? l : l.name));
-      for (const n of names) if (!p.labels.includes(n)) p.labels.push(n);
+      for (const n of names) {
+        repoLabels.add(n); // GitHub creates a label that does not exist yet
+        if (!p.labels.includes(n)) p.labels.push(n);
+      }
       return { status: 200, body: p.labels.map(label) };
     },
     'issues/add-assignees': async (m, _q, body) => {
@@ -578,9 +725,13 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
   async function handle(req: http.IncomingMessage, rawBody: string, res: http.ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://emulator');
-    const record: RequestRecord = { method, path: `${url.pathname}${url.search}`, operationId: undefined, status: 0 };
+    const record: RequestRecord = { method, path: `${url.pathname}${url.search}`, operationId: undefined, status: 0, write: isWrite(method) };
     log.push(record);
     if (rawBody) bodies.push(rawBody);
+    if (url.pathname === '/graphql') {
+      await handleGraphQL(req, rawBody, res, record);
+      return;
+    }
     const match = validator.findOperation(method, url.pathname);
 
     const send = (reply: Reply, as: 'operation' | 'basic-error') => {
@@ -649,10 +800,8 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     }
 
     const operationId = match.operation.operationId;
-    if (isWrite(method)) {
-      const need = permissionFor(operationId);
-      const granted = need === 'contents' ? opts.permissions?.contents : need === 'pullRequests' ? opts.permissions?.pullRequests : opts.permissions?.pullRequests;
-      if (granted === 'read') {
+    if (isWrite(method) || (permissionFor(operationId) === 'deployments' && granted('deployments') === 'none')) {
+      if (granted(permissionFor(operationId)) !== 'write') {
         send({ status: 403, body: { message: 'Resource not accessible by integration', documentation_url: DOCS, status: '403' } }, 'basic-error');
         return;
       }
@@ -673,6 +822,61 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     send(reply, 'operation');
   }
 
+  // ---- GraphQL ---------------------------------------------------------------------------------
+  const core: EmulatorCore = {
+    owner: opts.owner, repo: opts.repo, login, git, webUrl: web, nodeId, now, pulls, repoLabels, deployments, signed,
+    canWrite: (what) => granted(what) === 'write',
+    canRead: (what) => granted(what) !== 'none',
+    updateRef: (ref, sha, expected, how) => updateRef(ref, sha, expected, how).catch((error: unknown) => {
+      throw error instanceof HttpFailure ? { status: error.status, body: error.body } : error;
+    }),
+    createPull: (input) => createPull(input).catch((error: unknown) => {
+      if (!(error instanceof HttpFailure)) throw error;
+      const details = ((error.body.errors ?? []) as Array<{ message?: string; field?: string }>).map((e) => e.message ?? `${e.field} is invalid`);
+      throw { status: error.status, body: { message: details.join('; ') || error.message } };
+    }),
+  };
+  const root = graphqlRoot(core);
+
+  async function handleGraphQL(req: http.IncomingMessage, rawBody: string, res: http.ServerResponse, record: RequestRecord): Promise<void> {
+    const reply = (status: number, body: unknown) => {
+      record.status = status;
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'x-github-request-id': `EMU:${log.length}`, 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-resource': 'graphql' });
+      res.end(JSON.stringify(body));
+    };
+    const auth = /^(token|bearer)\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    if (!auth || auth[2] !== opts.token) {
+      reply(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/graphql' });
+      return;
+    }
+    if (req.method !== 'POST') {
+      violations.push(`graphql: ${req.method} instead of POST`);
+      reply(404, { message: 'Not Found' });
+      return;
+    }
+    const query = (() => {
+      try {
+        return String((JSON.parse(rawBody) as { query?: unknown }).query ?? '');
+      } catch {
+        return '';
+      }
+    })();
+    const described = describeDocument(query);
+    record.operationId = `graphql:${described.kind}(${described.fields.join(',')})`;
+    record.write = described.kind === 'mutation';
+    const fault = faults.find((f) => f.left > 0 && (!f.match || f.match('POST', '/graphql')));
+    if (fault) {
+      fault.left--;
+      if (fault.secondaryRateLimit) {
+        res.setHeader('retry-after', String(fault.retryAfter ?? 1));
+        reply(403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api#secondary-rate-limits' });
+      } else reply(fault.status, { message: fault.message ?? (fault.status >= 500 ? 'Server Error' : 'Forbidden'), documentation_url: DOCS });
+      return;
+    }
+    const result = await executeGraphQL(rawBody, root, violations);
+    reply(result.status, result.body);
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -683,6 +887,11 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     log,
     bodies,
     pulls,
+    deployments,
+    signed,
+    protect(branch, rules) {
+      protection.set(branch, rules);
+    },
     get requests() {
       return log.length;
     },

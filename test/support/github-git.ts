@@ -274,8 +274,10 @@ export class BareRepo {
     return Promise.all(shas.map((sha) => this.readCommit(sha)));
   }
 
-  async writeCommit(c: Omit<RawCommit, 'sha'>): Promise<string> {
+  /** `gpgsig`: an armored signature, written as git writes one (a header whose continuation lines start with a space). */
+  async writeCommit(c: Omit<RawCommit, 'sha'> & { gpgsig?: string }): Promise<string> {
     const lines = [`tree ${c.tree}`, ...c.parents.map((p) => `parent ${p}`), `author ${formatSignature(c.author)}`, `committer ${formatSignature(c.committer)}`];
+    if (c.gpgsig) lines.push(`gpgsig ${c.gpgsig.split('\n').join('\n ')}`);
     return this.writeObject('commit', Buffer.from(`${lines.join('\n')}\n\n${c.message}`));
   }
 
