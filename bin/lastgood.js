@@ -3,16 +3,19 @@
 // system Node, re-run with the Node 24 that the project installs as a dependency (the `node`
 // package), so `npx lastgood` works on a machine whose own Node is 20.
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
+import * as nodeModule from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major >= 24) {
+  // Node's on-disk compile cache (os.tmpdir() unless NODE_COMPILE_CACHE says where): a warm start
+  // loads the type-stripped sources in a quarter of the time; without a writable cache it is a no-op
+  nodeModule.enableCompileCache?.();
   await import('../src/cli.ts');
 } else {
-  const require = createRequire(import.meta.url);
+  const require = nodeModule.createRequire(import.meta.url);
   let node;
   try {
     node = path.join(path.dirname(require.resolve('node/package.json')), 'bin', 'node');

@@ -3,6 +3,7 @@ import { ConfigError, InputError, redact } from '../errors.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { LocalRepo } from './local.ts';
 import { parseGitHubUrl } from './github-url.ts';
+import { gitRemoteMatches } from './git-remote/match.ts';
 
 export interface OpenRepoOptions {
   /** the repo URL or path from config, or --repo */
@@ -15,6 +16,10 @@ export interface OpenRepoOptions {
   configFile?: string;
   /** the location is the --repo flag, not repo.url */
   fromFlag?: boolean;
+  /** repo settings the git backend reads (auth, cacheDir, insecure, transport, signing) */
+  repo?: import('./git-remote/index.ts').GitRemoteConfig;
+  /** warnings that do not stop a run (credentials over plain http, a redirect to another host) */
+  onWarning?: (message: string) => void;
 }
 
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */
@@ -45,10 +50,17 @@ registerBackend({
   open: async (location, opts) => (await import('./github.ts')).gitHubBackendFactory.open(location, opts),
 });
 
+registerBackend({
+  kind: 'git',
+  // any git host over smart HTTP; checked before GitHub's, which it leaves github.com and GHES URLs to
+  matches: (location, opts) => /^https?:\/\//i.test(location) && gitRemoteMatches(location, opts),
+  open: async (location, opts) => (await import('./git-remote/index.ts')).openGitRemote(location, opts),
+});
+
 export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {
   const factory = factories.find((f) => f.matches(opts.location, opts));
   if (!factory) {
-    const what = `"${redact(opts.location.replace(/\/\/[^@/]*@/, '//'))}" is not supported: use a local path (working copy or bare repository) or a GitHub https URL${opts.apiUrl ? '' : ' (GitHub Enterprise Server: set repo.apiUrl)'}`;
+    const what = `"${redact(opts.location.replace(/\/\/[^@/]*@/, '//'))}" is not supported: use a local path (working copy or bare repository) or an https URL of a git repository${opts.apiUrl ? '' : ' (GitHub Enterprise Server: set repo.apiUrl)'}`;
     if (opts.fromFlag) throw new InputError(`--repo ${what}`);
     if (!opts.configFile) throw new ConfigError(`repo.url ${what}`);
     const { configFieldLine } = await import('../config/load.ts');

@@ -34,7 +34,7 @@ export function registerSecret(value: string | undefined): void {
  * their values never reach an output even when they come back inside cluster or event text.
  */
 export const SECRET_ENV = [
-  'LASTGOOD_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN', 'INPUT_GITHUB-TOKEN', 'INPUT_GITHUB_TOKEN',
+  'LASTGOOD_GITHUB_TOKEN', 'LASTGOOD_GIT_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN', 'INPUT_GITHUB-TOKEN', 'INPUT_GITHUB_TOKEN',
   'LASTGOOD_WEBHOOK_URL', 'LASTGOOD_SLACK_WEBHOOK_URL', 'ACTIONS_RUNTIME_TOKEN', 'ACTIONS_ID_TOKEN_REQUEST_TOKEN',
 ];
 

@@ -12,6 +12,11 @@ import { gunzipSync } from 'node:zlib';
  * Basic auth where the user or the password is the token (GitHub's convention); otherwise 401
  * with a Basic challenge, so clients' onAuth/credential paths run.
  *
+ * Faults can be injected per request (`inject`): an HTTP status, a slow answer, a dropped
+ * connection before git runs or after it finished, an auth challenge, a redirect, or a hook that
+ * runs first (someone else pushing meanwhile). `log` records what every request asked for,
+ * including the ref commands and object count of each push.
+ *
  * The server runs in the test's own process: drive native git against it with an asynchronous
  * child process (execFile/spawn), never execFileSync, or the server cannot answer.
  */
@@ -22,14 +27,85 @@ export interface GitHttpServer {
   readonly requests: number;
   /** requests refused for missing or wrong credentials */
   readonly unauthorized: number;
+  /** every request, in order: what was asked and what was answered */
+  readonly log: RequestRecord[];
+  /** Queues a fault for the next requests it matches (in order of injection). */
+  inject(fault: Fault): void;
   close(): Promise<void>;
 }
 
-export async function startGitHttpServer(opts: { root: string; token?: string }): Promise<GitHttpServer> {
+/** What the server saw of one request. */
+export interface RequestRecord {
+  method: string;
+  /** the path after the repository, e.g. "info/refs", "git-upload-pack" */
+  path: string;
+  /** the service: git-upload-pack or git-receive-pack */
+  service: string;
+  /** for git-upload-pack POSTs: the protocol v2 command (ls-refs, fetch) */
+  command?: string;
+  /** the request body's size (inflated) */
+  bytesIn: number;
+  /** what git answered, in bytes (headers excluded) */
+  bytesOut: number;
+  /** for pushes: the objects in the pack and the ref commands */
+  pushedObjects?: number;
+  pushCommands?: string[];
+  /** an Authorization header came with the request */
+  authorization: boolean;
+  /** the client's User-Agent */
+  agent: string;
+  status?: number;
+  /** the fault injected into this request */
+  fault?: string;
+}
+
+/**
+ * A fault for matching requests:
+ * - `status`: answer with this HTTP status (500, 503; 401 sends a Basic challenge) instead of git;
+ * - `delayMs`: hold the request this long, then serve it (a slow server; a client's timeout fires);
+ * - `drop: 'before'`: close the connection without running git (nothing happened on the server);
+ * - `drop: 'after'`: run git to the end, then close the connection instead of answering (it happened, the client never hears);
+ * - `before`: run this first (e.g. someone else pushes), then serve the request;
+ * - `redirect`: answer 302 to this base URL (+ the same path).
+ */
+export interface Fault {
+  service?: 'git-upload-pack' | 'git-receive-pack';
+  method?: 'GET' | 'POST';
+  /** for git-upload-pack POSTs: only this protocol v2 command */
+  command?: 'ls-refs' | 'fetch';
+  /** how many matching requests it affects (default 1) */
+  times?: number;
+  status?: number;
+  delayMs?: number;
+  drop?: 'before' | 'after';
+  before?: () => Promise<void>;
+  redirect?: string;
+}
+
+export interface GitHttpServerOptions {
+  root: string;
+  token?: string;
+  /** advertise partial clone (uploadpack.allowFilter), as GitHub and GitLab do (default true) */
+  allowFilter?: boolean;
+  /** 0: do not pass the Git-Protocol header on (a web server set up without it), so git speaks version 0 */
+  protocol?: 0 | 2;
+  /** version 0: send any reachable object asked for by id (uploadpack.allowReachableSHA1InWant) */
+  allowReachableSHA1InWant?: boolean;
+}
+
+export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<GitHttpServer> {
   let requests = 0;
   let unauthorized = 0;
+  const log: RequestRecord[] = [];
+  const faults: Array<Fault & { left: number }> = [];
   const server = http.createServer((req, res) => {
     requests++;
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const rel = /\.git\/(.*)$/.exec(url.pathname)?.[1] ?? url.pathname.replace(/^\//, '');
+    const service = rel === 'info/refs' ? url.searchParams.get('service') ?? '' : rel;
+    const record: RequestRecord = { method: req.method ?? 'GET', path: rel, service, bytesIn: 0, bytesOut: 0, authorization: Boolean(req.headers.authorization), agent: req.headers['user-agent'] ?? '' };
+    log.push(record);
+    res.on('finish', () => (record.status = res.statusCode));
     if (opts.token !== undefined && !authorized(req.headers.authorization, opts.token)) {
       unauthorized++;
       res.writeHead(401, { 'www-authenticate': 'Basic realm="lastgood-test"', 'content-type': 'text/plain' });
@@ -39,15 +115,42 @@ export async function startGitHttpServer(opts: { root: string; token?: string })
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      let body = Buffer.concat(chunks);
-      try {
-        const encoding = req.headers['content-encoding'];
-        if (encoding === 'gzip' || encoding === 'x-gzip') body = gunzipSync(body);
-      } catch {
-        res.writeHead(400, { 'content-type': 'text/plain' }).end('bad gzip body\n');
-        return;
-      }
-      runBackend(opts.root, req, body, res);
+      void (async () => {
+        let body = Buffer.concat(chunks);
+        try {
+          const encoding = req.headers['content-encoding'];
+          if (encoding === 'gzip' || encoding === 'x-gzip') body = gunzipSync(body);
+        } catch {
+          res.writeHead(400, { 'content-type': 'text/plain' }).end('bad gzip body\n');
+          return;
+        }
+        record.bytesIn = body.length;
+        if (service === 'git-upload-pack' && req.method === 'POST') record.command = /command=([a-z-]+)/.exec(body.subarray(0, 64).toString('latin1'))?.[1];
+        if (service === 'git-receive-pack' && req.method === 'POST') Object.assign(record, describePush(body));
+        const fault = takeFault(faults, record);
+        if (fault) {
+          record.fault = JSON.stringify({ ...fault, before: fault.before ? 'fn' : undefined, left: undefined });
+          if (fault.before) await fault.before();
+          if (fault.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
+          if (fault.redirect) {
+            res.writeHead(302, { location: `${fault.redirect.replace(/\/$/, '')}${url.pathname}${url.search}` }).end();
+            return;
+          }
+          if (fault.status) {
+            res.writeHead(fault.status, { 'content-type': 'text/plain', ...(fault.status === 401 ? { 'www-authenticate': 'Basic realm="lastgood-test"' } : {}) });
+            res.end(`injected ${fault.status}\n`);
+            return;
+          }
+          if (fault.drop === 'before') {
+            req.socket.destroy();
+            return;
+          }
+        }
+        runBackend(opts, req, body, res, fault?.drop === 'after', record);
+      })().catch((error: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`test server: ${(error as Error).message}\n`);
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -60,12 +163,39 @@ export async function startGitHttpServer(opts: { root: string; token?: string })
     get unauthorized() {
       return unauthorized;
     },
+    log,
+    inject: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
         server.close((e) => (e ? reject(e) : resolve()));
       }),
   };
+}
+
+function takeFault(faults: Array<Fault & { left: number }>, r: RequestRecord): Fault | undefined {
+  const i = faults.findIndex((f) => f.left > 0 && (!f.service || f.service === r.service) && (!f.method || f.method === r.method) && (!f.command || f.command === r.command));
+  if (i < 0) return undefined;
+  const f = faults[i]!;
+  if (--f.left <= 0) faults.splice(i, 1);
+  return f;
+}
+
+/** The ref commands of a receive-pack request and how many objects its pack holds. */
+function describePush(body: Buffer): { pushCommands: string[]; pushedObjects: number } {
+  const commands: string[] = [];
+  let at = 0;
+  while (at + 4 <= body.length) {
+    const len = parseInt(body.toString('latin1', at, at + 4), 16);
+    if (!len) {
+      at += 4;
+      break;
+    }
+    commands.push(body.toString('utf8', at + 4, at + len).split('\0')[0]!.trim());
+    at += len;
+  }
+  const pack = body.subarray(at);
+  return { pushCommands: commands, pushedObjects: pack.length >= 12 && pack.toString('latin1', 0, 4) === 'PACK' ? pack.readUInt32BE(8) : 0 };
 }
 
 function authorized(header: string | undefined, token: string): boolean {
@@ -82,19 +212,23 @@ function authorized(header: string | undefined, token: string): boolean {
   return false;
 }
 
-function runBackend(root: string, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse): void {
+function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, dropAfter: boolean, record: RequestRecord): void {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const child = spawn('git', ['http-backend'], {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? '/tmp',
       GIT_CONFIG_NOSYSTEM: '1',
-      GIT_PROJECT_ROOT: root,
+      GIT_PROJECT_ROOT: opts.root,
       GIT_HTTP_EXPORT_ALL: '1',
-      // enable pushes without a per-repository config (git >= 2.31 reads config from the environment)
-      GIT_CONFIG_COUNT: '1',
+      // enable pushes (and partial clone) without a per-repository config (git >= 2.31 reads config from the environment)
+      GIT_CONFIG_COUNT: '3',
       GIT_CONFIG_KEY_0: 'http.receivepack',
       GIT_CONFIG_VALUE_0: 'true',
+      GIT_CONFIG_KEY_1: 'uploadpack.allowFilter',
+      GIT_CONFIG_VALUE_1: opts.allowFilter === false ? 'false' : 'true',
+      GIT_CONFIG_KEY_2: 'uploadpack.allowReachableSHA1InWant',
+      GIT_CONFIG_VALUE_2: opts.allowReachableSHA1InWant ? 'true' : 'false',
       REMOTE_USER: 'lastgood-test',
       REMOTE_ADDR: '127.0.0.1',
       GATEWAY_INTERFACE: 'CGI/1.1',
@@ -104,7 +238,7 @@ function runBackend(root: string, req: http.IncomingMessage, body: Buffer, res: 
       QUERY_STRING: url.search.replace(/^\?/, ''),
       CONTENT_TYPE: req.headers['content-type'] ?? '',
       CONTENT_LENGTH: String(body.length),
-      ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
+      ...(req.headers['git-protocol'] && opts.protocol !== 0 ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -113,6 +247,8 @@ function runBackend(root: string, req: http.IncomingMessage, body: Buffer, res: 
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   child.stdout.on('data', (chunk: Buffer) => {
+    if (dropAfter) return; // the answer is never sent: the connection closes when git is done
+    record.bytesOut += chunk.length;
     if (headerDone) {
       res.write(chunk);
       return;
@@ -128,6 +264,10 @@ function runBackend(root: string, req: http.IncomingMessage, body: Buffer, res: 
     res.write(head.subarray(end.at + end.len));
   });
   child.on('close', (code) => {
+    if (dropAfter) {
+      req.socket.destroy();
+      return;
+    }
     if (!headerDone) {
       res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(`git http-backend failed (${code}): ${stderr}`);

@@ -12,6 +12,8 @@ import type { RepoBackend } from '../../src/repo/types.ts';
 import type { KubeObject } from '../../src/observe/types.ts';
 import { git, makeRepo, tempDir } from './git.ts';
 import { startGitHubEmulator } from './github-emulator.ts';
+import { startGitHttpServer } from './git-http-server.ts';
+import { RemoteRepo } from '../../src/deliver/git-remote/remote-repo.ts';
 
 /**
  * Histories as teams really have them, built with native git, and the same locate/plan run
@@ -85,12 +87,18 @@ export interface Backend {
   close(): Promise<void>;
 }
 
-/** The repository through every backend: local (the working copy) and GitHub (an emulator over a bare clone). */
+/**
+ * The repository through every backend: local (the working copy), GitHub (an emulator over a bare
+ * clone) and git over smart HTTP (git http-backend over the same bare clone; fetched 2 commits deep
+ * without blobs, so that every walk crosses the shallow boundary and deepens on the way).
+ */
 export async function backends(dir: string): Promise<Backend[]> {
   const bare = path.join(tempDir('lastgood-bare-'), 'repo.git');
   git(path.dirname(bare), 'clone', '-q', '--bare', dir, bare);
   const token = 'ghs_historytesttoken000000000000000000';
   const emulator = await startGitHubEmulator({ bareRepo: bare, owner: 'acme', repo: 'gitops', token });
+  const server = await startGitHttpServer({ root: path.dirname(bare) });
+  const remote = new RemoteRepo({ url: `${server.url}/repo.git`, depth: 2, backoffMs: 1 });
   return [
     { name: 'local', reader: new LocalRepo(dir), close: async () => {} },
     {
@@ -99,6 +107,14 @@ export async function backends(dir: string): Promise<Backend[]> {
       close: async () => {
         if (emulator.violations.length) throw new Error(`GitHub emulator: ${emulator.violations.join('; ')}`);
         await emulator.close();
+      },
+    },
+    {
+      name: 'git-remote',
+      reader: remote,
+      close: async () => {
+        remote.close();
+        await server.close();
       },
     },
   ];

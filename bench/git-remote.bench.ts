@@ -1,0 +1,260 @@
+/**
+ * git-remote/cold and git-remote/warm: a revert of one target folder (the generated repositories'
+ * bad commit: apps/app-00000/overlays/prod/) delivered to a git server over smart HTTP, by
+ * lastgood's git backend and by native git, on the same repositories in the same run.
+ *
+ * The server is test/support/git-http-server.ts (git's own `git http-backend` on 127.0.0.1, with
+ * uploadpack.allowFilter as GitHub and GitLab have it), over a fresh `git clone --bare --shared`
+ * of the generated repository for each measurement, so every push lands on the same history.
+ *
+ * - cold, native git: `git clone --depth 50 --single-branch --no-checkout`, the folder restored
+ *   to the bad commit's parent in the index, `git commit`, `git push`, in one shell;
+ *   lastgood: a new Node process with an empty cache dir that does what the engine does for the
+ *   target through the backend: head, the newest commit touching the folder (the bad one), the
+ *   folder's files at its parent and at head, deliver in commit mode.
+ * - warm: before each repetition someone pushes a new bad commit to the folder (git plumbing on
+ *   the server's repository, not timed); native git: `git fetch --depth 50` + the same restore,
+ *   commit and push in the clone made cold; lastgood: the same job again in the process that made
+ *   the cold one (its mirror warm), timed inside the process.
+ * - time: wall clock, median of the repetitions; rssMb: peak resident set of the job's processes
+ *   (GNU time's %M: the largest process of the job; for warm, the whole lastgood process's life);
+ *   ratio: median over median; ratioPaired: the median of each repetition's ratio; startupMs
+ *   (cold): the lastgood process's time before its first request (Node, type stripping, modules).
+ * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three).
+ *
+ * The job process is this file run with `--job` (bench/run.ts only imports it).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { benchRepo, SIZES, type SizeName } from './generate-repo.ts';
+
+export const prefix = 'git-remote';
+
+const HERE = fileURLToPath(import.meta.url);
+const TIME = '/usr/bin/time';
+const REPS: Record<SizeName, number> = { small: 5, medium: 5, large: 3 };
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_AUTHOR_NAME: 'Bench',
+  GIT_AUTHOR_EMAIL: 'bench@example.com',
+  GIT_COMMITTER_NAME: 'Bench',
+  GIT_COMMITTER_EMAIL: 'bench@example.com',
+};
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+const round = (x: number, digits = 0) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+// ---- the lastgood side: a job process ----------------------------------------------------------
+
+/** `node bench/git-remote.bench.ts --job URL CACHEDIR PATH`: one revert per "go" line on stdin, its ms on stdout. */
+async function job(url: string, cacheDir: string, folder: string): Promise<void> {
+  const { RemoteRepo } = await import('../src/deliver/git-remote/remote-repo.ts');
+  const { firstParentLog } = await import('../src/history/graph.ts');
+  const repo = new RemoteRepo({ url, cacheDir });
+  // from the process's start to here: Node, type stripping and loading the modules
+  let startupMs: number | undefined = performance.now();
+  const paths = [folder];
+  const lines = createInterface({ input: process.stdin });
+  for await (const line of lines) {
+    if (line !== 'go') break;
+    const started = performance.now();
+    const head = await repo.head('main');
+    const [bad] = await firstParentLog(repo, head, { paths, limit: 1 });
+    if (!bad) throw new Error('no commit touches the folder');
+    const lkg = bad.parents[0]!;
+    const [good, now] = await Promise.all([repo.listFiles(lkg, paths), repo.listFiles(head, paths)]);
+    const files: Array<{ path: string; mode: string; oid: string } | { path: string; delete: true }> = [...good].map(([p, e]) => ({ path: p, mode: e.mode, oid: e.oid }));
+    for (const p of now.keys()) if (!good.has(p)) files.push({ path: p, delete: true });
+    const result = await repo.deliver({
+      target: 'app-00000-prod', branch: 'main', paths, parent: head, files,
+      message: `Revert app-00000-prod to ${lkg.slice(0, 12)}\n\nLastgood-Target: app-00000-prod\nLastgood-Reverts: ${bad.oid}\nLastgood-Restores: ${lkg}\n`,
+      author: { name: 'lastgood', email: 'lastgood@example.com', timestamp: Math.floor(Date.now() / 1000), timezoneOffset: 0 },
+      bad: [bad.oid], lastKnownGood: lkg,
+    }, 'commit');
+    if (!result.created) throw new Error('the revert was not pushed');
+    process.stdout.write(`${JSON.stringify({ ms: performance.now() - started, ...(startupMs !== undefined ? { startupMs } : {}), ...repo.stats })}\n`);
+    startupMs = undefined;
+  }
+}
+
+interface Timed {
+  ms: number;
+  rssMb: number;
+}
+
+/** Runs a command under GNU time: wall ms and the peak RSS of its largest process. */
+async function timed(command: string, args: string[], opts: { cwd?: string; input?: string } = {}): Promise<Timed & { stdout: string }> {
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
+  const started = performance.now();
+  const stdout = await new Promise<string>((resolve, reject) => {
+    const child = spawn(TIME, ['-o', out, '-f', '%M', command, ...args], { cwd: opts.cwd, env: GIT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
+    let text = '';
+    let err = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${err}`))));
+    child.stdin.end(opts.input ?? '');
+  });
+  const ms = performance.now() - started;
+  const rssMb = Number(readFileSync(out, 'utf8').trim().split('\n').pop()) / 1024;
+  rmSync(path.dirname(out), { recursive: true, force: true });
+  return { ms, rssMb, stdout };
+}
+
+/** A lastgood job process kept open across repetitions (warm); RSS is known when it exits. */
+function jobProcess(url: string, cacheDir: string, folder: string) {
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
+  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, HERE, '--job', url, cacheDir, folder], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return {
+    async run(): Promise<{ ms: number }> {
+      child.stdin.write('go\n');
+      const next = await lines.next();
+      if (next.done) throw new Error(`the job process ended (exit ${await closed})`);
+      return JSON.parse(next.value) as { ms: number };
+    },
+    async close(): Promise<number> {
+      child.stdin.end('exit\n');
+      const code = await closed;
+      if (code !== 0) throw new Error(`the job process exited ${code}`);
+      const rss = Number(readFileSync(out, 'utf8').trim().split('\n').pop()) / 1024;
+      rmSync(path.dirname(out), { recursive: true, force: true });
+      return rss;
+    },
+  };
+}
+
+// ---- the native side ----------------------------------------------------------------------------
+
+const restoreScript = (folder: string) => `git read-tree HEAD && git restore --staged --source=HEAD~1 -- ${folder} && git commit -q -m 'Revert ${folder}' && git push -q origin HEAD:main`;
+const nativeCold = (url: string, dir: string, folder: string) => `git clone -q --depth 50 --single-branch --no-checkout --branch main ${url} ${dir} && cd ${dir} && ${restoreScript(folder)}`;
+const nativeWarm = (folder: string) => `git fetch -q --depth 50 origin main && git reset -q --soft FETCH_HEAD && ${restoreScript(folder)}`;
+
+// ---- the server ---------------------------------------------------------------------------------
+
+/** A fresh served copy of the generated repository (objects shared with it, so it costs nothing). */
+function servedCopy(root: string, source: string): string {
+  const bare = path.join(root, 'gitops.git');
+  rmSync(bare, { recursive: true, force: true });
+  execFileSync('git', ['clone', '-q', '--bare', '--shared', source, bare], { env: GIT_ENV });
+  return bare;
+}
+
+/** Someone else's bad commit to the folder, made on the server's repository (not timed). */
+function pushBadCommit(bare: string, folder: string, n: number): void {
+  const file = `${folder}kustomization.yaml`;
+  const index = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-index-')), 'index');
+  const env = { ...GIT_ENV, GIT_INDEX_FILE: index };
+  const git = (args: string[], input?: string) => execFileSync('git', args, { cwd: bare, env, encoding: 'utf8', ...(input !== undefined ? { input } : {}) }).trim();
+  const blob = git(['hash-object', '-w', '--stdin'], `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: prod\nresources:\n  - ../../base\nimages:\n  - name: registry.example.com/app-00000\n    newTag: 9.9.${n}\n`);
+  git(['read-tree', 'main']);
+  git(['update-index', '--cacheinfo', `100644,${blob},${file}`]);
+  const tree = git(['write-tree']);
+  const commit = git(['commit-tree', tree, '-p', 'main', '-m', `app-00000 prod: 9.9.${n} (bad)`]);
+  git(['update-ref', 'refs/heads/main', commit]);
+  rmSync(path.dirname(index), { recursive: true, force: true });
+}
+
+/** The revert landed: the folder at main equals the folder before the bad commit. */
+function assertReverted(bare: string, folder: string, who: string): void {
+  const at = (rev: string) => execFileSync('git', ['rev-parse', `${rev}:${folder.replace(/\/$/, '')}`], { cwd: bare, encoding: 'utf8' }).trim();
+  if (at('main') !== at('main~2')) throw new Error(`${who}: the folder at main is not the folder before the bad commit`);
+}
+
+export default async function* () {
+  if (!existsSync(TIME)) {
+    process.stderr.write(`git-remote: ${TIME} (GNU time) is needed to measure peak RSS: apt-get install time\n`);
+    return;
+  }
+  const { startGitHttpServer } = await import('../test/support/git-http-server.ts');
+  const sizes = (process.env.LASTGOOD_BENCH_SIZES?.split(',') ?? Object.keys(SIZES)) as SizeName[];
+  for (const size of sizes) {
+    const repo = await benchRepo(size);
+    const folder = repo.paths[0]!;
+    const root = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-serve-'));
+    const server = await startGitHttpServer({ root });
+    const url = `${server.url}/gitops.git`;
+    try {
+      // cold
+      const cold = { lastgood: [] as Timed[], native: [] as Timed[], startup: [] as number[] };
+      for (let rep = 0; rep < REPS[size]; rep++) {
+        const bare = servedCopy(root, repo.gitdir);
+        const work = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-native-'));
+        cold.native.push(await timed('sh', ['-c', nativeCold(url, path.join(work, 'clone'), folder)]));
+        assertReverted(bare, folder, 'native git');
+        rmSync(work, { recursive: true, force: true });
+
+        servedCopy(root, repo.gitdir);
+        const cache = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-cache-'));
+        const lastgood = await timed(process.execPath, [HERE, '--job', url, cache, folder], { input: 'go\nexit\n' });
+        cold.lastgood.push(lastgood);
+        cold.startup.push((JSON.parse(lastgood.stdout) as { startupMs: number }).startupMs);
+        assertReverted(bare, folder, 'lastgood');
+        rmSync(cache, { recursive: true, force: true });
+        process.stderr.write(`git-remote/cold ${size} #${rep + 1}: lastgood ${round(cold.lastgood.at(-1)!.ms)} ms, native ${round(cold.native.at(-1)!.ms)} ms\n`);
+      }
+      yield { ...row('git-remote/cold', size, cold.lastgood.map((x) => x.ms), Math.max(...cold.lastgood.map((x) => x.rssMb)), cold.native.map((x) => x.ms), Math.max(...cold.native.map((x) => x.rssMb))), startupMs: round(median(cold.startup)) };
+
+      // warm: native git in the clone it made, lastgood in the process that made the mirror
+      const bare = servedCopy(root, repo.gitdir);
+      const work = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-native-'));
+      const clone = path.join(work, 'clone');
+      await timed('sh', ['-c', nativeCold(url, clone, folder)]);
+      const cache = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-cache-'));
+      const proc = jobProcess(url, cache, folder);
+      pushBadCommit(bare, folder, 0);
+      await proc.run(); // cold, not counted
+      const warm = { lastgood: [] as number[], native: [] as Timed[] };
+      for (let rep = 1; rep <= REPS[size]; rep++) {
+        pushBadCommit(bare, folder, rep * 2);
+        warm.native.push(await timed('sh', ['-c', nativeWarm(folder)], { cwd: clone }));
+        assertReverted(bare, folder, 'native git');
+        pushBadCommit(bare, folder, rep * 2 + 1);
+        warm.lastgood.push((await proc.run()).ms);
+        assertReverted(bare, folder, 'lastgood');
+        process.stderr.write(`git-remote/warm ${size} #${rep}: lastgood ${round(warm.lastgood.at(-1)!)} ms, native ${round(warm.native.at(-1)!.ms)} ms\n`);
+      }
+      const rss = await proc.close();
+      yield row('git-remote/warm', size, warm.lastgood, rss, warm.native.map((x) => x.ms), Math.max(...warm.native.map((x) => x.rssMb)));
+      rmSync(work, { recursive: true, force: true });
+      rmSync(cache, { recursive: true, force: true });
+    } finally {
+      await server.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+}
+
+function row(bench: string, size: SizeName, lastgoodMs: number[], lastgoodRss: number, nativeMs: number[], nativeRss: number) {
+  const ms = median(lastgoodMs);
+  const base = median(nativeMs);
+  return {
+    bench,
+    size,
+    files: SIZES[size].files,
+    commits: SIZES[size].commits,
+    lastgood: { ms: round(ms), rssMb: round(lastgoodRss, 1) },
+    baseline: { name: 'native git', ms: round(base), rssMb: round(nativeRss, 1) },
+    ratio: round(ms / base, 2),
+    // the median of each repetition's own ratio (the two sides run back to back): steadier on a shared machine
+    ratioPaired: round(median(lastgoodMs.map((x, i) => x / nativeMs[i]!)), 2),
+    rssRatio: round(lastgoodRss / nativeRss, 2),
+  };
+}
+
+if (process.argv[1] === HERE && process.argv[2] === '--job') {
+  await job(process.argv[3]!, process.argv[4]!, process.argv[5]!);
+}

@@ -1,0 +1,72 @@
+import path from 'node:path';
+import { ConfigError, InputError } from '../../errors.ts';
+import { loadCredentials, type GitAuthConfig } from './auth.ts';
+import { RemoteRepo } from './remote-repo.ts';
+import { loadSigner, type SigningConfig } from './signing.ts';
+import { parseHttpUrl } from './match.ts';
+
+/**
+ * The `git` backend's door: which locations it takes, and the checks on repo.url before anything
+ * is sent (no credentials in the URL, no clear-text http without repo.insecure).
+ */
+
+/** The parts of `repo` in lastgood.yaml the git backend reads. */
+export interface GitRemoteConfig {
+  auth?: GitAuthConfig;
+  cacheDir?: string;
+  insecure?: boolean;
+  transport?: 'auto' | 'api' | 'git';
+  signing?: SigningConfig;
+}
+
+export interface GitRemoteOpenOptions {
+  relativeTo: string;
+  apiUrl?: string;
+  configFile?: string;
+  fromFlag?: boolean;
+  repo?: GitRemoteConfig;
+  env?: Record<string, string | undefined>;
+  onWarning?: (message: string) => void;
+}
+
+const isLoopback = (host: string) => host === 'localhost' || /^127\./.test(host) || host === '[::1]' || host === '::1';
+
+async function refuse(message: string, opts: GitRemoteOpenOptions): Promise<never> {
+  if (opts.fromFlag) throw new InputError(`--repo ${message}`);
+  if (!opts.configFile) throw new ConfigError(`repo.url ${message}`);
+  const { configFieldLine } = await import('../../config/load.ts');
+  const line = await configFieldLine(opts.configFile, ['repo', 'url']);
+  throw new ConfigError(`repo.url ${message}`, { file: opts.configFile, ...(line ? { line } : {}) });
+}
+
+export async function openGitRemote(location: string, opts: GitRemoteOpenOptions): Promise<RemoteRepo> {
+  const url = parseHttpUrl(location)!;
+  const env = opts.env ?? process.env;
+  if (url.username || url.password) {
+    url.username = '';
+    url.password = '';
+    await refuse(`"${url.href}" is not supported with credentials in the URL: they would be logged and stored in plain text. Remove them and put the secret in the environment or a file named by repo.auth (e.g. auth: { tokenEnv: LASTGOOD_GIT_TOKEN })`, opts);
+  }
+  if (url.search || url.hash) await refuse(`${url.href}: a repository URL has no query or fragment`, opts);
+  const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`lastgood: warning: ${m}\n`));
+  const where = { relativeTo: opts.relativeTo, env, ...(opts.configFile ? { configFile: opts.configFile } : {}) };
+  const credentials = loadCredentials(opts.repo?.auth, url.hostname, where);
+  if (url.protocol === 'http:') {
+    if (!opts.repo?.insecure) {
+      await refuse(`${url.href} is plain http: everything, credentials included, would cross the network unencrypted. Use https, or set repo.insecure: true for a server inside the cluster or a test`, opts);
+    }
+    if (credentials && !isLoopback(url.hostname)) {
+      warn(`!!! repo.insecure: credentials (${credentials.source}) are sent in clear text over plain http to ${url.host}, which is not this machine: anyone on the network path can read them and push to the repository !!!`);
+    }
+  }
+  const signer = opts.repo?.signing ? loadSigner(opts.repo.signing, where) : undefined;
+  return new RemoteRepo({
+    url: url.href.replace(/\/+$/, ''),
+    ...(credentials ? { credentials } : {}),
+    ...(opts.repo?.cacheDir ? { cacheDir: path.resolve(opts.relativeTo, opts.repo.cacheDir) } : {}),
+    ...(signer ? { signer } : {}),
+    onWarning: warn,
+  });
+}
+
+export { RemoteRepo } from './remote-repo.ts';
