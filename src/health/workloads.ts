@@ -314,5 +314,5 @@ registerAssessor(['apps/Deployment', 'extensions/Deployment'], assessDeployment)
 registerAssessor('apps/StatefulSet', assessStatefulSet);
 registerAssessor(['apps/DaemonSet', 'extensions/DaemonSet'], assessDaemonSet);
 registerAssessor(['apps/ReplicaSet', 'extensions/ReplicaSet'], assessReplicaSet);
-registerAssessor('Pod', assessPod);
+registerAssessor('Pod', assessPod, { usesClock: true });
 registerAssessor('batch/Job', assessJob);
