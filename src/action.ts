@@ -21,10 +21,10 @@ import type { Logger } from 'pino';
 import { formatDuration, parseDuration } from './config/duration.ts';
 import { loadConfig } from './config/load.ts';
 import { resolveTarget, type Config, type ResolvedTarget } from './config/schema.ts';
-import { decide } from './decide/decide.ts';
+import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
-import { check, exitCodeFor, revertTarget, run, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { check, exitCodeFor, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
 import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
@@ -43,6 +43,8 @@ interface Inputs {
   mode?: DeliveryMode;
   strategy?: 'revert' | 'restore' | 'revert-or-restore';
   dryRun: boolean;
+  /** after the run, record each target's observed health (verified last-known-good: GitHub deployments, git notes) */
+  record: boolean;
   token?: string;
   kubeconfig?: string;
   snapshots: string[];
@@ -64,6 +66,12 @@ async function readInputs(): Promise<Inputs> {
   const strategy = optional('strategy');
   if (strategy !== undefined && strategy !== 'revert' && strategy !== 'restore' && strategy !== 'revert-or-restore') {
     throw new InputError(`input strategy: "${strategy}" is not revert, restore or revert-or-restore`);
+  }
+  let record = false;
+  try {
+    record = optional('record') === undefined ? false : core.getBooleanInput('record');
+  } catch {
+    throw new InputError(`input record: "${core.getInput('record')}" is not true or false`);
   }
   let dryRun = false;
   try {
@@ -93,6 +101,7 @@ async function readInputs(): Promise<Inputs> {
     mode,
     strategy,
     dryRun,
+    record,
     token,
     kubeconfig: kubeconfig && (await kubeconfigFile(kubeconfig, inWorkspace)),
     snapshots: core.getMultilineInput('snapshot').flatMap((l) => l.split(',')).map((s) => s.trim()).filter(Boolean).map(inWorkspace),
@@ -201,66 +210,72 @@ async function runOnce(ctx: RunContext, observations?: Map<string, number>, obse
 }
 
 /**
- * In-pipeline `wait`: observe every `interval` until each target is healthy, stuck, or failed and
- * confirmed (consecutive failed observations ≥ confirmations, or the engine's own final verdict).
- * A target still progressing when the wait ends is stuck, and its stuck policy decides.
+ * In-pipeline `wait`: observe every `interval` until each target is settled (healthy, stuck, or
+ * failed and confirmed), counting the observations with the engine's tracker
+ * (src/decide/tracker.ts). A target still progressing when the wait ends is stuck, and its stuck
+ * policy decides.
  */
 async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
   const started = Date.now();
-  const failedInARow = new Map<string, number>();
+  const tracks = new Map<string, Track>();
   let observed: Observed[] = [];
-  let pending: ResolvedTarget[] = [];
-  const summaries = new Map<string, string>();
+  let last: Array<{ target: ResolvedTarget; verdict: Verdict }> = [];
   let lastLine = '';
   let lastPrinted = 0;
+  let timedOut = false;
   for (;;) {
     observed = await observe(ctx);
-    const now = new Date();
-    pending = [];
-    for (const { target, verdict } of check({ config: ctx.config, observed, now }).filter((c) => ctx.targets.some((t) => t.name === c.target.name))) {
-      failedInARow.set(target.name, verdict.verdict === 'failed' ? (failedInARow.get(target.name) ?? 0) + 1 : 0);
-      const terminal = verdict.evidence.some((e) => e.state === 'failed' && e.terminal);
-      const settled = verdict.verdict === 'healthy' || verdict.verdict === 'stuck' || (verdict.verdict === 'failed' && (terminal || failedInARow.get(target.name)! >= target.confirmations));
-      if (!settled) pending.push(target);
-      summaries.set(target.name, verdict.summary);
+    const now = Date.now();
+    last = check({ config: ctx.config, observed, now: new Date(now) }).filter((c) => ctx.targets.some((t) => t.name === c.target.name));
+    const pending: Array<{ target: ResolvedTarget; verdict: Verdict }> = [];
+    for (const { target, verdict } of last) {
+      const track = observeTarget(tracks.get(target.name) ?? NEW_TRACK, verdict, now);
+      tracks.set(target.name, track);
+      if (!evaluate(track, { verdict, target, now, intervalMs: ctx.inputs.intervalMs }).settled) pending.push({ target, verdict });
     }
-    ctx.log.debug({ pending: pending.map((t) => t.name), elapsedMs: Date.now() - started }, 'observed targets');
-    const line = pending.map((t) => `${t.name}: ${summaries.get(t.name)}`).join('; ');
-    if (pending.length > 0 && (line !== lastLine || Date.now() - lastPrinted > 60_000)) {
-      core.info(redact(`waiting (${formatDuration(Date.now() - started)} of ${formatDuration(waitMs)}): ${line}`));
+    ctx.log.debug({ pending: pending.map((p) => p.target.name), elapsedMs: now - started }, 'observed targets');
+    const line = pending.map((p) => `${p.target.name}: ${p.verdict.summary}`).join('; ');
+    if (pending.length > 0 && (line !== lastLine || now - lastPrinted > 60_000)) {
+      core.info(redact(`waiting (${formatDuration(now - started)} of ${formatDuration(waitMs)}): ${line}`));
       lastLine = line;
-      lastPrinted = Date.now();
+      lastPrinted = now;
     }
-    if (pending.length === 0 || Date.now() - started + ctx.inputs.intervalMs > waitMs) break;
+    if (pending.length === 0) break;
+    if (Date.now() - started + ctx.inputs.intervalMs > waitMs) {
+      timedOut = true;
+      break;
+    }
     await sleep(ctx.inputs.intervalMs);
   }
-  const report = await runOnce(ctx, failedInARow, observed);
+  const now = Date.now();
   const waited = formatDuration(waitMs);
-  for (const [i, outcome] of report.targets.entries()) {
-    if (outcome.verdict !== 'progressing') continue;
-    const target = ctx.targets.find((t) => t.name === outcome.name)!;
-    report.targets[i] = await whenStuck(ctx, target, outcome, waited);
+  const targets: TargetOutcome[] = [];
+  for (const { target, verdict } of last) {
+    const track = tracks.get(target.name)!;
+    const evaluation = evaluate(track, { verdict, target, now, intervalMs: ctx.inputs.intervalMs, ...(timedOut ? { deadline: waited } : {}) });
+    targets.push(await runTracked({
+      config: ctx.config, observed, now: new Date(now), target, evaluation, observations: track.failedInARow,
+      repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+      ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
+    }));
   }
-  return report;
+  return { targets };
 }
 
-/** A target that did not reach a verdict within `wait` is stuck: its `onFailure.stuck` policy decides. */
-async function whenStuck(ctx: RunContext, target: ResolvedTarget, outcome: TargetOutcome, waited: string): Promise<TargetOutcome> {
-  const now = new Date();
-  const verdict: Verdict = {
-    target: target.name, verdict: 'stuck', class: 'stuck', evidence: outcome.evidence,
-    summary: `stuck: still ${outcome.summary.replace(/^progressing: /, '')} after waiting ${waited}`,
-  };
-  const decision = decide({ verdict, target, now, observations: 1 });
-  if (decision.action !== 'revert') {
-    return { name: target.name, verdict: 'stuck', class: 'stuck', summary: verdict.summary, evidence: verdict.evidence, action: decision.action, reason: decision.reason, bad: [] };
+/**
+ * `record: true`: what each target is observed as after the run, recorded where the repository
+ * keeps verified records (on GitHub: a deployment per target environment, `success` or
+ * `failure`). A store that cannot record says why, and the run's outcome does not change.
+ */
+async function recordObserved(ctx: RunContext, report: Report): Promise<void> {
+  const observed = await observe(ctx);
+  for (const target of ctx.targets) {
+    for (const r of await recordHealthy({ config: ctx.config, observed, now: new Date(), target: target.name, repo: ctx.repo, failures: true })) {
+      const outcome = report.targets.find((t) => t.name === r.target);
+      if (outcome) outcome.reason = `${outcome.reason}; ${r.reason}`;
+      core.info(redact(`${r.target}: ${r.reason}`));
+    }
   }
-  const report = await revertTarget({
-    config: ctx.config, observed: [], now, repo: ctx.repo, target, verdict, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
-    ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
-  });
-  const reverted = report.targets[0]!;
-  return { ...reverted, reason: reverted.reason.replace(/^requested by a person/, decision.reason) };
 }
 
 function setOutputs(report: Report): TargetOutcome | undefined {
@@ -328,6 +343,8 @@ async function main(): Promise<void> {
     apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
     ...(inputs.token ? { token: inputs.token } : {}),
     configFile: inputs.configFile,
+    repo: config.repo,
+    onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
   });
   const commitUrl = commitLinks(config);
   const ctx: RunContext = {
@@ -339,6 +356,7 @@ async function main(): Promise<void> {
   const waitMs = source.kind !== 'none' ? inputs.waitMs : undefined;
   if (inputs.waitMs !== undefined && waitMs === undefined) core.warning('wait ignored: there is no cluster access or snapshot to poll, only the event', { title: 'lastgood' });
   const report = waitMs !== undefined ? await runWaiting(ctx, waitMs) : await runOnce(ctx);
+  if (inputs.record && !inputs.dryRun) await recordObserved(ctx, report);
 
   setOutputs(report);
   annotate(report, inputs.dryRun);

@@ -44,6 +44,9 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
     apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
     token: process.env.LASTGOOD_GITHUB_TOKEN ?? process.env.GITHUB_TOKEN,
+    repo: config.repo,
+    // what a backend warns of outside a delivery (credentials over plain http, a reviewer not requested)
+    onWarning: (message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`),
     ...(repoFlag ? { fromFlag: true } : { configFile }),
   });
 }
@@ -112,10 +115,10 @@ program
     const { targets } = checkReport({ config, observed, now, target: o.target });
     if (o.record) {
       const repo = await repoFor(config, o.config, undefined);
-      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo })) {
+      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true })) {
         const t = targets.find((x) => x.name === r.target)!;
         t.reason = `${t.reason}; ${r.reason}`;
-        if (r.recorded && r.commit) {
+        if (r.recorded && r.commit && r.state === 'healthy') {
           t.lastKnownGood = r.commit;
           t.verified = true;
         }
@@ -209,6 +212,32 @@ program
   .action(async (o: { config: string }) => {
     const config = await loadConfig(o.config);
     process.stdout.write(`${o.config}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`);
+  });
+
+program
+  .command('controller')
+  .description('watch the cluster and revert failed promotions as they happen (runs until SIGTERM)')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .action(async (o: { config: string }) => {
+    const config = await loadConfig(o.config);
+    const repo = await repoFor(config, o.config, undefined);
+    const { runController } = await import('./controller/main.ts');
+    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info'), commitUrl: commitUrlFor(config.repo.url) });
+  });
+
+program
+  .command('install')
+  .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -)")
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .option('--image <image>', 'the controller image', undefined)
+  .option('--namespace <name>', "the controller's namespace (default: controller.namespace, else lastgood)")
+  .action(async (o: { config: string; image?: string; namespace?: string }) => {
+    const { readFile } = await import('node:fs/promises');
+    const config = await loadConfig(o.config);
+    const { installManifests } = await import('./controller/install.ts');
+    const out = await installManifests({ config, configText: await readFile(o.config, 'utf8'), ...(o.image ? { image: o.image } : {}), ...(o.namespace ? { namespace: o.namespace } : {}) });
+    for (const w of out.warnings) process.stderr.write(`lastgood: warning: ${w}\n`);
+    process.stdout.write(out.yaml);
   });
 
 program

@@ -16,6 +16,7 @@ import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './re
 import { diffChange, diffStat, unifiedDiff } from './revert/diff.ts';
 import { commitMessage, evidenceLine, lkgPhrase, pullRequestText } from './revert/message.ts';
 import { newestVerified } from './history/notes.ts';
+import type { Evaluation } from './decide/tracker.ts';
 import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
@@ -79,8 +80,17 @@ function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: 
   const all = opts.config.targets.map((t) => ({ name: t.name, resources: t.resources }));
   return selectTargets(opts.config, opts.target).map((target) => {
     const others = all.filter((t) => t.name !== target.name).map((t) => t.resources);
-    return { target, verdict: verdictFor(target, evidenceFor(target, opts.observed, opts.now, others), opts.now) };
+    return { target, verdict: assessTarget(target, opts.observed, opts.now, others) };
   });
+}
+
+/**
+ * One target's verdict from its observed objects. Pure. `others` are the resources of the other
+ * targets (a shared parent failing only because of them is not this target's failure); passing
+ * every target's, this one's included, gives the same verdict (the controller keeps one list).
+ */
+export function assessTarget(target: ResolvedTarget, observed: Observed[], now: Date, others: ResolvedTarget['resources'][] = []): Verdict {
+  return verdictFor(target, evidenceFor(target, observed, now, others), now);
 }
 
 function decisionFor(target: ResolvedTarget, verdict: Verdict, opts: CheckOptions, guards: RepoGuards | undefined): Decision {
@@ -119,7 +129,7 @@ export async function run(opts: RunOptions): Promise<Report> {
       let guards = opts.guards?.get(target.name);
       if (!guards && (verdict.verdict === 'failed' || verdict.verdict === 'stuck')) {
         head ??= await opts.repo.head(opts.config.repo.branch);
-        guards = await repoGuards({ reader: opts.repo, head, target, evidence: verdict.evidence });
+        guards = await gatherGuards({ repo: opts.repo, config: opts.config, target, verdict, head });
       }
       const decision = decisionFor(target, verdict, opts, guards);
       outcome = baseOutcome(verdict, decision);
@@ -136,6 +146,48 @@ export async function run(opts: RunOptions): Promise<Report> {
   }
   await notifyOutcomes({ targets }, opts);
   return { targets };
+}
+
+/** What the repository says about a target's past reverts, for decide's guards (reads only). */
+export async function gatherGuards(opts: { repo: RepoBackend; config: Config; target: ResolvedTarget; verdict: Verdict; head?: string }): Promise<RepoGuards> {
+  const head = opts.head ?? (await opts.repo.head(opts.config.repo.branch));
+  return repoGuards({ reader: opts.repo, head, target: opts.target, evidence: opts.verdict.evidence });
+}
+
+export interface TrackedRunOptions extends Omit<RunOptions, 'target' | 'observations' | 'guards'> {
+  target: ResolvedTarget;
+  /** the tracker's evaluation of this observation (src/decide/tracker.ts) */
+  evaluation: Pick<Evaluation, 'verdict' | 'byTracker' | 'decision'>;
+  /** consecutive failed observations the tracker counted */
+  observations: number;
+  guards?: RepoGuards;
+}
+
+/**
+ * The act step of a door that tracks a target over time (the controller, the Action's `wait`):
+ * the pipeline for one target with the tracker's confirmations. A verdict the tracker made (stuck
+ * by watching: the engine's own verdict is still progressing) is acted on as the tracker decided.
+ * Errors end in the outcome, as in `run`.
+ */
+export async function runTracked(opts: TrackedRunOptions): Promise<TargetOutcome> {
+  const { target, evaluation, guards, ...rest } = opts;
+  if (!evaluation.byTracker) {
+    const report = await run({
+      ...rest, target: target.name, observations: new Map([[target.name, opts.observations]]),
+      ...(guards ? { guards: new Map([[target.name, guards]]) } : {}),
+    });
+    return report.targets[0]!;
+  }
+  const { verdict, decision } = evaluation;
+  const outcome = baseOutcome(verdict, decision);
+  try {
+    const revert = decision.action === 'revert' || (decision.hook !== undefined && (await hookAlone(outcome, decision.hook, { ...rest, verdict })));
+    if (revert) await revertInto(outcome, { ...rest, target, verdict, hook: decision.action === 'revert' ? decision.hook : undefined });
+  } catch (error) {
+    recordError(outcome, error, opts.log);
+  }
+  await notifyOutcomes({ targets: [outcome] }, opts);
+  return outcome;
 }
 
 function recordError(outcome: TargetOutcome, error: unknown, log: Logger): void {
@@ -288,6 +340,9 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       outcome.branch = result.branch;
       outcome.created = result.created;
       if (result.pullRequest) outcome.pullRequest = result.pullRequest.url;
+      // what did not stop the delivery but a person should know (an edit kept in the work tree, a
+      // reviewer not requested, an unsigned REST fallback, where to open the merge request)
+      if (result.warnings?.length) outcome.notes = [...(outcome.notes ?? []), ...result.warnings];
       log.info({ target: target.name, revision: located.bad[0]?.oid, commit: result.commit, created: result.created }, 'delivered revert');
       return;
     } catch (error) {
@@ -428,27 +483,42 @@ export interface RecordOutcome {
   commit?: string;
   recorded: boolean;
   reason: string;
+  /** what was recorded: the target seen healthy (a verified last-known-good) or seen failed there */
+  state?: 'healthy' | 'failed';
 }
 
-/** `check --record`: a verified last-known-good note for every healthy target at the revision it runs. */
-export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend }): Promise<RecordOutcome[]> {
+/**
+ * `check --record`, the Action's `record` and the controller: what each target was observed as, at
+ * the revision it runs, recorded where the backend keeps verified records (NotesStore: git notes,
+ * GitHub deployments). A healthy target is a verified last-known-good record; with `failures`, a
+ * failed target's failing revision is recorded as failed where the store keeps failures (GitHub: a
+ * deployment status "failure"). A store that cannot record says why, and the run goes on unverified.
+ */
+export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; failures?: boolean }): Promise<RecordOutcome[]> {
   const store = opts.repo.notes?.();
   const out: RecordOutcome[] = [];
   for (const { target, verdict } of check(opts)) {
-    if (verdict.verdict !== 'healthy') continue;
+    const state = verdict.verdict === 'healthy' ? 'healthy' : verdict.verdict === 'failed' && opts.failures ? 'failed' : undefined;
+    if (!state) continue;
+    if (state === 'failed' && !store?.recordFailure) continue; // a store of verified records only
     if (!store) {
-      out.push({ target: target.name, recorded: false, reason: `the ${opts.repo.kind} backend keeps no notes` });
+      out.push({ target: target.name, recorded: false, reason: `the ${opts.repo.kind} backend keeps no notes`, state });
       continue;
     }
-    const sha = verdict.evidence.map((e) => e.attempted?.sha ?? e.lastSucceeded?.sha).find(Boolean);
+    const sha = state === 'healthy'
+      ? verdict.evidence.map((e) => e.attempted?.sha ?? e.lastSucceeded?.sha).find(Boolean)
+      : verdict.evidence.filter((e) => e.state === 'failed').map((e) => e.attempted?.sha).find(Boolean);
     const commit = sha ? await opts.repo.resolveCommit(sha) : undefined;
     if (!commit) {
-      out.push({ target: target.name, recorded: false, reason: sha ? `revision ${sha} is not in the repository` : 'no object of the target reports a git revision' });
+      out.push({ target: target.name, recorded: false, reason: sha ? `revision ${sha} is not in the repository` : 'no object of the target reports a git revision', state });
       continue;
     }
-    const evidence = verdict.evidence.map((e) => evidenceLine(e)).join('; ');
-    await store.record(commit, { target: target.name, at: opts.now.toISOString(), evidence });
-    out.push({ target: target.name, commit, recorded: true, reason: `recorded ${commit.slice(0, 12)} as verified last-known-good` });
+    const observation = { target: target.name, at: opts.now.toISOString(), evidence: verdict.evidence.map((e) => evidenceLine(e)).join('; ') };
+    const result = state === 'healthy' ? await store.record(commit, observation) : await store.recordFailure!(commit, observation);
+    const recorded = result ? result.recorded : true;
+    const what = state === 'healthy' ? 'verified last-known-good' : 'failed';
+    const reason = recorded ? `recorded ${commit.slice(0, 12)} as ${what}${store.where ? ` (${store.where})` : ''}` : `not recorded: ${result?.reason ?? 'the store refused it'}`;
+    out.push({ target: target.name, commit, recorded, reason, state });
   }
   return out;
 }

@@ -185,15 +185,72 @@ export const Notify = z
 
 export const Person = z.object({ name: z.string().min(1), email: z.string().min(3) }).strict();
 
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
+
+/** repo.auth: where the git credentials are (never the credentials themselves). */
+export const GitAuth = z
+  .object({
+    tokenEnv: EnvName.optional().describe('environment variable holding an access token'),
+    tokenFile: z.string().min(1).optional().describe('file holding an access token (a mounted secret)'),
+    username: z.string().min(1).optional().describe('user name sent with the token (default: the host\'s convention: oauth2 on GitLab, x-token-auth on Bitbucket, x-access-token on GitHub)'),
+    usernameEnv: EnvName.optional(),
+    usernameFile: z.string().min(1).optional(),
+    passwordEnv: EnvName.optional().describe('environment variable holding a password (with a user name)'),
+    passwordFile: z.string().min(1).optional().describe('file holding a password (with a user name)'),
+    scheme: z.enum(['basic', 'bearer']).optional().describe('basic (default): user name and token as HTTP Basic auth; bearer: the token as a Bearer token'),
+  })
+  .strict()
+  .refine((a) => [a.tokenEnv, a.tokenFile, a.passwordEnv, a.passwordFile].filter(Boolean).length === 1, {
+    message: 'name exactly one secret: tokenEnv, tokenFile, passwordEnv or passwordFile',
+  });
+
+/** `lastgood controller`: the in-cluster watcher's own settings (every one has a default). */
+export const Controller = z
+  .object({
+    namespace: z.string().min(1).optional().describe('namespace of the leader-election Lease (default: the pod\'s own, from POD_NAMESPACE, else "lastgood")'),
+    leaseName: z.string().min(1).default('lastgood-controller').describe('name of the coordination.k8s.io Lease the replicas elect a leader with'),
+    leaderElection: z.boolean().default(true).describe('elect one acting replica through the Lease (off: this process always acts; the repository still prevents a second revert)'),
+    listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080').default(':8080').describe('address of /healthz, /readyz and /metrics'),
+    interval: Duration.default('10s').describe('how soon a failed target that waits for confirmations is assessed again with no change (each assessment counts)'),
+    events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
+    record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
+    concurrency: z.number().int().min(1).max(16).default(2).describe('how many targets may do repository work (revert, record) at once'),
+  })
+  .strict();
+
 export const ConfigSchema = z
   .object({
     $schema: z.string().optional(),
     repo: z
       .object({
-        url: z.string().min(1).describe('https URL, or a local path to a working copy or bare repository'),
+        url: z.string().min(1).describe('https URL of the repository on any git host (GitHub, GitLab, Gitea/Forgejo, Bitbucket, Azure DevOps, a plain git server), or a local path to a working copy or bare repository'),
         branch: z.string().min(1).default('main'),
         apiUrl: z.string().url().optional().describe('GitHub API base URL (GitHub Enterprise Server)'),
         author: Person.default({ name: 'lastgood', email: 'lastgood@users.noreply.github.com' }).describe('author of revert commits'),
+        auth: GitAuth.optional().describe('credentials for a git host over HTTPS (default: the token in env LASTGOOD_GIT_TOKEN, if set)'),
+        cacheDir: z.string().min(1).optional().describe('a folder for the bare mirror of a remote repository, kept between runs (the controller\'s volume); default: a temporary folder per run'),
+        insecure: z.boolean().optional().describe('allow a plain http:// repo.url (a server inside the cluster, a test); credentials to another machine are then sent in clear text'),
+        transport: z.enum(['auto', 'api', 'git']).optional().describe('auto (default): the GitHub API for GitHub URLs, git over HTTPS for any other host; git: git over HTTPS for GitHub too; api: the GitHub API'),
+        signing: z
+          .object({
+            format: z.literal('ssh').default('ssh').describe('an SSH signature (git gpg.format=ssh)'),
+            keyFile: z.string().min(1).describe('an unencrypted OpenSSH ed25519 private key, or a PKCS#8 PEM ed25519/RSA key (a mounted secret)'),
+          })
+          .strict()
+          .optional()
+          .describe('sign revert commits pushed over git (the GitHub API backend has GitHub sign them)'),
+        github: z
+          .object({
+            environment: z
+              .string()
+              .min(1)
+              .refine((t) => t.includes('{target}'), { message: 'the environment name must contain {target}: each target has its own' })
+              .default('{target}')
+              .describe('the deployment environment lastgood records a target\'s observed health in ("{target}" is replaced by the target\'s name)'),
+          })
+          .strict()
+          .optional()
+          .describe('GitHub repositories: verified last-known-good records are Deployments, one environment per target'),
       })
       .strict(),
     defaults: z
@@ -232,6 +289,7 @@ export const ConfigSchema = z
       .strict()
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
     notify: Notify.optional(),
+    controller: Controller.optional().describe('settings of `lastgood controller` (all optional)'),
     targets: z.array(Target).min(1, 'at least one target is needed'),
   })
   .strict()
@@ -267,6 +325,7 @@ export type PolicyConfig = z.output<typeof Policy>;
 export type OnFailureConfig = z.output<typeof OnFailure>;
 export type HookSpecConfig = z.output<typeof HookSpec>;
 export type NotifyConfig = z.output<typeof Notify>;
+export type ControllerConfig = z.output<typeof Controller>;
 export type SecretRefConfig = z.output<typeof SecretRef>;
 
 /** A target with every default filled in: what the pipeline works with. */

@@ -796,13 +796,13 @@ export const gitHubBackendFactory = {
   kind: 'github',
   matches: (location: string, opts: { apiUrl?: string }) => parseGitHubUrl(location, opts.apiUrl) !== undefined,
   /** `opts.repo` is the config's `repo` section (its `github` settings are read here); `onWarning` is the door's */
-  open: async (location: string, opts: { apiUrl?: string; token?: string; repo?: unknown; onWarning?: (message: string) => void }): Promise<GitHubBackend> => {
+  open: async (location: string, opts: { apiUrl?: string; token?: string; repo?: { github?: { environment?: string } }; onWarning?: (message: string) => void }): Promise<GitHubBackend> => {
     const parsed = parseGitHubUrl(location, opts.apiUrl);
     if (!parsed) throw new InputError(`"${redact(location)}" is not a GitHub repository URL`);
     if (!opts.token) throw new InputError(`${parsed.owner}/${parsed.repo}: a GitHub repository needs a token (GITHUB_TOKEN or the action's token input) with contents: write and pull-requests: write`);
     // github.com asks for writes one second apart (secondary rate limits); GHES has no such limit by default
     const writeIntervalMs = parsed.baseUrl === 'https://api.github.com' ? undefined : 0;
-    const environment = (opts.repo as { github?: { environment?: string } } | undefined)?.github?.environment;
+    const environment = opts.repo?.github?.environment;
     return createGitHubBackend({
       owner: parsed.owner, repo: parsed.repo, token: opts.token, baseUrl: parsed.baseUrl, writeIntervalMs,
       ...(environment ? { environment } : {}), ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),

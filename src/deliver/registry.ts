@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { ConfigError, InputError, redact } from '../errors.ts';
+import type { Config } from '../config/schema.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { LocalRepo } from './local.ts';
 import { parseGitHubUrl } from './github-url.ts';
@@ -16,8 +17,8 @@ export interface OpenRepoOptions {
   configFile?: string;
   /** the location is the --repo flag, not repo.url */
   fromFlag?: boolean;
-  /** repo settings the git backend reads (auth, cacheDir, insecure, transport, signing) */
-  repo?: import('./git-remote/index.ts').GitRemoteConfig;
+  /** the config's repo settings (the git backend reads auth, cacheDir, insecure, transport, signing; GitHub reads github.environment) */
+  repo?: Partial<Config['repo']>;
   /** warnings that do not stop a run (credentials over plain http, a redirect to another host) */
   onWarning?: (message: string) => void;
 }

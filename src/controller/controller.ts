@@ -1,0 +1,523 @@
+/**
+ * `lastgood controller`: the in-cluster door onto the engine. It watches the objects the targets
+ * name (observe/watch.ts), keeps each target's observations over time with the engine's tracker
+ * (decide/tracker.ts), and calls the same engine functions as the CLI and the Action: `assessTarget`
+ * for the verdict, `runTracked` to revert or alert, `recordHealthy` to record a verified
+ * last-known-good. No stage logic here: what to do is the tracker's and decide's; this file only
+ * says when (a change, a timer) and who (the leader).
+ *
+ * - Watch-driven: a change of an object re-decides its targets (changes within one turn of the
+ *   event loop are one observation); the tracker's `nextAt` re-decides a target with no change
+ *   (stuckAfter, a policy wait, the next confirmation, maxAge, cooldown, freezeUntil).
+ * - The hot path (object change → verdict → decide) touches no repository; only a decision to act
+ *   (revert, alert, hook) or a healthy revision not yet recorded does, on a queue of bounded
+ *   concurrency, one job per target at a time: a revert in flight never delays other decisions.
+ * - Exactly once: one leader acts (Lease); the tracker acts once per failure; and after a restart,
+ *   or in another cluster watching the same target, the engine finds what was done in the
+ *   repository itself (trailers, the PR branch lastgood/<target>/<bad12>, notes).
+ * - Shutdown: no new work; a revert in flight finishes (or, past the grace period, is abandoned:
+ *   a delivery is one ref update, so nothing is ever half-written); the lease is released.
+ */
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { parseDuration } from '../config/duration.ts';
+import { Controller as ControllerSchema, resolveTarget, type Config, type ControllerConfig, type ResolvedTarget } from '../config/schema.ts';
+import { failingRevision } from '../decide/guards.ts';
+import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
+import type { RepoGuards, Verdict } from '../decide/types.ts';
+import { assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine.ts';
+import { LastgoodError, RemoteError } from '../errors.ts';
+import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
+import { groupKind, type Observed } from '../observe/types.ts';
+import type { RepoBackend } from '../repo/types.ts';
+import { eventRecorder, type EventRecorder } from './events.ts';
+import { serveEndpoints } from './http.ts';
+import { leaderElector, type LeaderElector } from './leader.ts';
+import { controllerMetrics, type ControllerMetrics, type RevertResult } from './metrics.ts';
+
+export interface ControllerOptions {
+  config: Config;
+  kc: KubeConfig;
+  repo: RepoBackend;
+  log: Logger;
+  /** links to commits in PR bodies */
+  commitUrl?: (sha: string) => string;
+  /** this replica's name (default: POD_NAME or the host name, with a random suffix) */
+  identity?: string;
+  /** overrides of the config's controller section (tests: listen on 127.0.0.1:0) */
+  settings?: Partial<ControllerConfig>;
+  /** leader-election timings (default client-go's: 15 s, 10 s, 2 s) */
+  lease?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  watch?: WatchOptions;
+  /** how long shutdown waits for repository work in flight (default 20 s, within the pod's 30 s grace) */
+  shutdownGraceMs?: number;
+  /** observers, for tests and the benchmark: every evaluation (with when its first change arrived, if a change queued it), every act */
+  onEvaluated?(target: string, evaluation: Evaluation, at: number, changedAt: number | undefined): void;
+  onActed?(target: string, outcome: TargetOutcome): void;
+  /** test hook: runs after the engine delivered a revert, before the controller records anything of it */
+  afterDeliver?(outcome: TargetOutcome): Promise<void>;
+  /** serve Node's process metrics too (default true) */
+  processMetrics?: boolean;
+}
+
+export interface Controller {
+  /** starts the watches, leader election and the endpoints; resolves once started (not yet synced) */
+  start(): Promise<void>;
+  /** graceful stop: no new work, work in flight finishes within the grace period, the lease is released */
+  stop(): Promise<void>;
+  readonly ready: boolean;
+  readonly isLeader: boolean;
+  readonly identity: string;
+  /** the endpoints' address, once started (undefined when not listening) */
+  readonly address: AddressInfo | undefined;
+  readonly metrics: ControllerMetrics;
+  /** what the tracker remembers of a target (tests) */
+  track(target: string): Track | undefined;
+  /** resolves when no repository work is queued or in flight (tests) */
+  idle(): Promise<void>;
+}
+
+/** One configured target and what the controller keeps for it. */
+interface Slot {
+  target: ResolvedTarget;
+  /** store keys of its resources, and of the kinds they belong to (for "synced") */
+  keys: string[];
+  kinds: string[];
+  track: Track;
+  verdict?: Verdict;
+  observed: Observed[];
+  evaluation?: Evaluation;
+  /** what was last logged (a line only when it changes) */
+  said?: { verdict: string; action: string; heldBy: string | undefined };
+  queued: boolean;
+  /** when the change that queued the next evaluation arrived (undefined: a timer or a sync queued it) */
+  changedAt?: number;
+  timer?: NodeJS.Timeout;
+  /** when the timer fires, and when the tracker wants the target looked at again (may be later) */
+  timerAt?: number;
+  wantAt?: number;
+  /** repository work for this target is queued or running */
+  busy: boolean;
+  /** what the repository said about past reverts, reused for the same failure until `until` */
+  guards?: { key: string; guards: RepoGuards; until: number };
+  /** commits recorded as verified last-known-good for this target (full SHAs) */
+  recorded: Set<string>;
+  log: Logger;
+}
+
+const DEFAULT_GRACE_MS = 20_000;
+
+export function createController(opts: ControllerOptions): Controller {
+  const { config, repo, kc } = opts;
+  const settings: ControllerConfig = { ...ControllerSchema.parse(config.controller ?? {}), ...opts.settings };
+  const intervalMs = parseDuration(settings.interval)!;
+  const identity = opts.identity ?? `${process.env.POD_NAME || os.hostname()}_${randomUUID().slice(0, 8)}`;
+  const namespace = settings.namespace ?? process.env.POD_NAMESPACE ?? 'lastgood';
+  const log = opts.log.child({ controller: identity });
+  const metrics = controllerMetrics({ processMetrics: opts.processMetrics ?? true });
+
+  const targets = config.targets.map((t) => resolveTarget(config, t));
+  // every target's resources, this one's included: the same verdict as "every other target's" (see assessTarget)
+  const allResources = targets.map((t) => t.resources);
+  const slots: Slot[] = targets.map((target) => ({
+    target,
+    keys: target.resources.map((r) => objectKey(groupKind(r.apiVersion, r.kind), r.namespace, r.name)),
+    kinds: [...new Set(target.resources.map((r) => kindId(groupKind(r.apiVersion, r.kind), r.namespace)))],
+    track: NEW_TRACK,
+    observed: [],
+    queued: false,
+    busy: false,
+    recorded: new Set(),
+    log: log.child({ target: target.name }),
+  }));
+  const byKey = new Map<string, Slot[]>();
+  const byKind = new Map<string, Slot[]>();
+  for (const slot of slots) {
+    for (const key of slot.keys) byKey.set(key, [...(byKey.get(key) ?? []), slot]);
+    for (const kind of slot.kinds) byKind.set(kind, [...(byKind.get(kind) ?? []), slot]);
+  }
+
+  const syncedKinds = new Set<string>();
+  const watch: ObjectWatch = watchObjects(kc, kindsToWatch(targets.flatMap((t) => t.resources)), {
+    change(key) {
+      const slots = byKey.get(key);
+      if (!slots) return;
+      const now = Date.now();
+      for (const slot of slots) {
+        slot.changedAt ??= now;
+        enqueue(slot);
+      }
+    },
+    synced(kind) {
+      const gk = groupKind(kind.apiVersion, kind.kind);
+      // a watch of every namespace covers the targets that name this kind in one namespace too
+      const ids = kind.namespace ? [kindId(gk, kind.namespace)] : [...byKind.keys()].filter((id) => id.startsWith(`${gk}|`));
+      log.info({ kind: `${kind.kind}.${kind.apiVersion}`, namespace: kind.namespace ?? '*' }, 'watch synced');
+      for (const id of ids) {
+        syncedKinds.add(id);
+        // the first observation of a target is made once all its kinds are listed, and only then
+        for (const slot of byKind.get(id) ?? []) if (slot.kinds.every((k) => syncedKinds.has(k))) enqueue(slot);
+      }
+    },
+    restart(kind, error, delayMs) {
+      metrics.watchRestart(kind.kind);
+      log.warn({ kind: `${kind.kind}.${kind.apiVersion}`, namespace: kind.namespace ?? '*', delayMs, err: error }, 'watch stopped on an error; restarting');
+    },
+    invalid(object, error) {
+      log.warn({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name, err: error }, 'object refused: counts as not found');
+    },
+  }, opts.watch);
+
+  let leading = settings.leaderElection === false;
+  let stopping = false;
+  let started = false;
+  const elector: LeaderElector | undefined = settings.leaderElection === false ? undefined : leaderElector({
+    kc, namespace, name: settings.leaseName, identity, log, ...opts.lease,
+    onStartedLeading() {
+      leading = true;
+      metrics.leader(true);
+      // act on what is already known: failures waiting for a leader, healthy revisions not recorded
+      for (const slot of slots) consider(slot, Date.now());
+    },
+    onStoppedLeading() {
+      leading = false;
+      metrics.leader(false);
+    },
+  });
+  metrics.leader(leading);
+  const events: EventRecorder | undefined = settings.events ? eventRecorder(kc, identity, log) : undefined;
+  let server: (http.Server & { address(): AddressInfo }) | undefined;
+
+  // ---- the hot path: changes → one evaluation per target per turn of the event loop
+  let pending: Slot[] = [];
+  let flushing = false;
+  function enqueue(slot: Slot): void {
+    if (slot.queued || stopping) return;
+    slot.queued = true;
+    pending.push(slot);
+    if (!flushing) {
+      flushing = true;
+      setImmediate(flush);
+    }
+  }
+  function flush(): void {
+    const batch = pending;
+    pending = [];
+    flushing = false;
+    const now = Date.now();
+    for (const slot of batch) {
+      slot.queued = false;
+      const changedAt = slot.changedAt;
+      slot.changedAt = undefined;
+      evaluateSlot(slot, now, changedAt);
+    }
+  }
+
+  function evaluateSlot(slot: Slot, now: number, changedAt?: number): void {
+    if (stopping || !slot.kinds.every((k) => syncedKinds.has(k))) return;
+    const observed: Observed[] = [];
+    for (const key of slot.keys) {
+      const o = watch.get(key);
+      if (o) observed.push(o);
+    }
+    const verdict = assessTarget(slot.target, observed, new Date(now), allResources);
+    const before = slot.verdict?.verdict;
+    slot.track = observe(slot.track, verdict, now);
+    slot.verdict = verdict;
+    slot.observed = observed;
+    const guards = slot.guards && slot.guards.until > now ? slot.guards : undefined;
+    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...(guards ? { guards: guards.guards } : {}) });
+    slot.evaluation = evaluation;
+    if (before !== verdict.verdict) metrics.verdictChanged(before, verdict.verdict);
+    metrics.decision(evaluation.decision.action);
+    metrics.synced(slot.target.name, now);
+    schedule(slot, evaluation.nextAt);
+    tell(slot, evaluation);
+    // the observer is told when the decision was made (a batch shares one clock reading `now`)
+    if (opts.onEvaluated) opts.onEvaluated(slot.target.name, evaluation, Date.now(), changedAt);
+    consider(slot, now);
+  }
+
+  /** Logs a target's verdict and decision when they change (not on every observation). */
+  function tell(slot: Slot, e: Evaluation): void {
+    const said = slot.said;
+    if (said && said.verdict === e.verdict.verdict && said.action === e.decision.action && said.heldBy === e.decision.heldBy) return;
+    slot.said = { verdict: e.verdict.verdict, action: e.decision.action, heldBy: e.decision.heldBy };
+    slot.log.info({ revision: revisionOf(e.verdict), verdict: e.verdict.verdict, action: e.decision.action, reason: e.decision.reason }, 'decided');
+  }
+
+  /** The leader's part: act on the evaluation, or record a healthy revision. */
+  function consider(slot: Slot, now: number): void {
+    const e = slot.evaluation;
+    if (!e || !leading || stopping || slot.busy) return;
+    if (e.act) work(slot, () => act(slot));
+    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes) {
+      const sha = revisionOf(e.verdict);
+      if (sha && !isRecorded(slot, sha)) work(slot, () => record(slot, now));
+    }
+  }
+
+  /**
+   * Looks at the target again at `at` (undefined: only a change will). A timer is an observation
+   * too: the target is assessed at that moment, with no change. The hot path moves `at` on almost
+   * every change (a progressing target's stuckAfter deadline follows its objects' times), so a
+   * timer that would fire earlier is kept and, when it fires, re-armed for the time wanted then.
+   */
+  function schedule(slot: Slot, at: number | undefined): void {
+    slot.wantAt = at;
+    if (at === undefined || stopping) {
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = undefined;
+      slot.timerAt = undefined;
+      return;
+    }
+    if (slot.timer && slot.timerAt! <= at) return;
+    if (slot.timer) clearTimeout(slot.timer);
+    arm(slot, at);
+  }
+  function arm(slot: Slot, at: number): void {
+    slot.timerAt = at;
+    slot.timer = setTimeout(() => {
+      slot.timer = undefined;
+      slot.timerAt = undefined;
+      const wanted = slot.wantAt;
+      if (wanted === undefined || stopping) return;
+      if (wanted > Date.now()) arm(slot, wanted);
+      else enqueue(slot);
+    }, Math.max(0, Math.min(at - Date.now(), 2 ** 31 - 1)));
+    slot.timer.unref?.();
+  }
+
+  // ---- repository work: bounded concurrency, one job per target
+  const jobs: Array<() => Promise<void>> = [];
+  const running = new Set<Promise<void>>();
+  let idleWaiters: Array<() => void> = [];
+  function work(slot: Slot, job: () => Promise<void>): void {
+    slot.busy = true;
+    jobs.push(async () => {
+      try {
+        await job();
+      } catch (error) {
+        slot.log.error({ err: error }, 'internal error');
+      } finally {
+        slot.busy = false;
+        // what changed while the job ran is looked at now
+        if (!stopping) consider(slot, Date.now());
+      }
+    });
+    pump();
+  }
+  function pump(): void {
+    while (!stopping && running.size < settings.concurrency && jobs.length > 0) {
+      const p: Promise<void> = jobs.shift()!().finally(() => {
+        running.delete(p);
+        pump();
+      });
+      running.add(p);
+    }
+    if (running.size === 0 && (jobs.length === 0 || stopping)) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  async function act(slot: Slot): Promise<void> {
+    const verdict = slot.verdict;
+    if (!verdict) return;
+    const now = Date.now();
+    // decide again on what is known now: the evaluation that queued this job may be stale (the
+    // target healed, or this failure was acted on meanwhile); only then read the repository
+    const cached = slot.guards && slot.guards.until > now ? slot.guards.guards : undefined;
+    let e = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...(cached ? { guards: cached } : {}) });
+    slot.evaluation = e;
+    if (!e.act || !e.failureKey) return;
+    const key = e.failureKey;
+    const revision = revisionOf(e.verdict);
+    const tlog = slot.log.child({ revision });
+    let guards: RepoGuards;
+    try {
+      guards = slot.guards?.key === key && slot.guards.until > now ? slot.guards.guards : await gatherGuards({ repo, config, target: slot.target, verdict });
+    } catch (error) {
+      failed(slot, key, error, tlog);
+      return;
+    }
+    // decide again with what the repository says (cooldown, revert of a revert)
+    e = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, guards });
+    slot.evaluation = e;
+    if (!e.act) {
+      slot.guards = { key, guards, until: e.nextAt ?? now + intervalMs };
+      slot.evaluation = e;
+      schedule(slot, e.nextAt);
+      tell(slot, e);
+      return;
+    }
+    const outcome = await runTracked({
+      config, observed: slot.observed, now: new Date(now), target: slot.target, evaluation: e, observations: slot.track.failedInARow, guards,
+      repo, dryRun: false, log: tlog, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}),
+    });
+    if (opts.afterDeliver && outcome.action === 'revert' && outcome.created) await opts.afterDeliver(outcome);
+    slot.guards = undefined;
+    if (outcome.error) {
+      failed(slot, key, new RemoteErrorLike(outcome.error.code, outcome.error.message), tlog);
+      metrics.revert('error');
+      opts.onActed?.(slot.target.name, outcome);
+      return;
+    }
+    slot.track = acted(slot.track, key, true, Date.now());
+    slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: Date.now(), intervalMs });
+    const result = revertResult(outcome);
+    if (result) {
+      const since = e.verdict.since ? Date.parse(e.verdict.since) : undefined;
+      metrics.revert(result, since === undefined ? undefined : (Date.now() - since) / 1000);
+    }
+    tlog.info({ action: outcome.action, commit: outcome.commit, pullRequest: outcome.pullRequest, created: outcome.created, reason: outcome.reason }, outcome.action === 'revert' ? 'revert done' : 'acted');
+    opts.onActed?.(slot.target.name, outcome);
+    const failing = failingObject(slot, e.verdict);
+    if (events && failing && ((outcome.action === 'revert' && outcome.created) || outcome.action === 'alert')) await events.record(failing.object, outcome);
+  }
+
+  function failed(slot: Slot, key: string, error: unknown, tlog: Logger): void {
+    slot.track = acted(slot.track, key, false, Date.now());
+    if (error instanceof RemoteError) metrics.remoteError(error.system);
+    // the engine reports a target's error in its outcome: RemoteError messages start with the system
+    else if (error instanceof RemoteErrorLike && error.code === 3) metrics.remoteError(/^(git|github|kubernetes|webhook): /.exec(error.message)?.[1] ?? 'unknown');
+    const retry = evaluate(slot.track, { verdict: slot.verdict!, target: slot.target, now: Date.now(), intervalMs });
+    slot.evaluation = retry;
+    schedule(slot, retry.nextAt);
+    tlog.error({ err: error instanceof LastgoodError || error instanceof RemoteErrorLike ? error.message : error, retryAt: retry.nextAt ? new Date(retry.nextAt).toISOString() : undefined }, 'acting failed; will retry');
+  }
+
+  // ---- verified last-known-good, as it happens
+  let recordedLoad: Promise<void> | undefined;
+  function isRecorded(slot: Slot, sha: string): boolean {
+    for (const c of slot.recorded) if (c.startsWith(sha) || sha.startsWith(c)) return true;
+    return false;
+  }
+  async function record(slot: Slot, now: number): Promise<void> {
+    const store = repo.notes?.();
+    if (!store) return;
+    // what earlier runs recorded is in the repository: read once, so a restart records nothing twice
+    recordedLoad ??= store.list().then((records) => {
+      const bySlot = new Map(slots.map((s) => [s.target.name, s]));
+      for (const r of records) bySlot.get(r.target)?.recorded.add(r.commit);
+    });
+    try {
+      await recordedLoad;
+      const sha = revisionOf(slot.verdict!);
+      if (!sha || isRecorded(slot, sha) || slot.verdict?.verdict !== 'healthy') return;
+      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo })) {
+        if (r.recorded && r.commit) {
+          slot.recorded.add(r.commit);
+          metrics.recorded();
+          slot.log.info({ revision: r.commit }, 'recorded verified last-known-good');
+        } else {
+          // not a commit of this repository (or no revision told): remember it, do not ask again
+          slot.recorded.add(sha);
+          slot.log.info({ revision: sha, reason: r.reason }, 'not recorded');
+        }
+      }
+    } catch (error) {
+      recordedLoad = undefined;
+      if (error instanceof RemoteError) metrics.remoteError(error.system);
+      slot.log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot record the verified last-known-good (tried again on the next change)');
+    }
+  }
+
+  function failingObject(slot: Slot, verdict: Verdict): Observed | undefined {
+    const e = verdict.evidence.find((x) => x.state === 'failed' && !x.foreign) ?? verdict.evidence.find((x) => x.state === 'progressing');
+    return e ? slot.observed.find((o) => o.object.metadata.name === e.name && o.object.metadata.namespace === e.namespace && groupKind(o.object.apiVersion, o.object.kind) === e.groupKind) : undefined;
+  }
+
+  return {
+    async start() {
+      if (started) return;
+      started = true;
+      log.info({ targets: slots.length, repo: repo.description, namespace, leaderElection: settings.leaderElection }, 'starting');
+      if (settings.listen) {
+        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness });
+        log.info({ address: server.address() }, 'serving /healthz, /readyz, /metrics');
+      }
+      elector?.start();
+      await watch.start();
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      log.info({ inFlight: running.size, queued: jobs.length }, 'stopping');
+      for (const slot of slots) if (slot.timer) clearTimeout(slot.timer);
+      const abandoned = jobs.length;
+      jobs.length = 0;
+      if (abandoned) log.info({ abandoned }, 'queued repository work abandoned (nothing of it was written)');
+      await watch.stop();
+      const grace = opts.shutdownGraceMs ?? DEFAULT_GRACE_MS;
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        Promise.allSettled([...running]).then(() => true),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), grace))),
+      ]);
+      clearTimeout(timer);
+      if (!finished) log.warn({ graceMs: grace }, 'repository work still in flight at the end of the grace period: abandoned (a delivery is one ref update: nothing is half-written)');
+      await elector?.stop();
+      if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+      server?.closeAllConnections();
+      log.info({}, 'stopped');
+    },
+    get ready() {
+      return readiness().ready;
+    },
+    get isLeader() {
+      return leading;
+    },
+    identity,
+    get address() {
+      return server?.address() as AddressInfo | undefined;
+    },
+    metrics,
+    track: (name) => slots.find((s) => s.target.name === name)?.track,
+    idle: () => (running.size === 0 && jobs.length === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
+  };
+
+  function readiness() {
+    const synced = watch.synced;
+    const electing = elector === undefined || started;
+    return {
+      ready: started && !stopping && synced && electing,
+      detail: { synced, leader: leading, ...(elector ? { holder: elector.holder } : {}), ...(stopping ? { stopping: true } : {}) },
+    };
+  }
+}
+
+/** The failing revision of a failed verdict, the running one of a healthy verdict. */
+function revisionOf(verdict: Verdict): string | undefined {
+  if (verdict.verdict === 'healthy') return verdict.evidence.map((e) => e.attempted?.sha ?? e.lastSucceeded?.sha).find(Boolean);
+  return failingRevision(verdict.evidence);
+}
+
+function kindId(gk: string, namespace: string | undefined): string {
+  return `${gk}|${namespace ?? '*'}`;
+}
+
+function revertResult(o: TargetOutcome): RevertResult | undefined {
+  if (o.action === 'revert') {
+    if (o.created) return 'created';
+    if (o.commit || o.pullRequest) return 'existing';
+    return 'nothing-to-write';
+  }
+  if (/^refused by the blast-radius guard/.test(o.reason)) return 'refused';
+  if (/^revert impossible/.test(o.reason)) return 'impossible';
+  return undefined;
+}
+
+/** A target's run ended in an error the engine reported in its outcome (code 3: an outside system). */
+class RemoteErrorLike extends Error {
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Kubernetes Events on the failing object (`kubectl describe` and `kubectl events` show them):
+ * one when a revert is written, one when a failure is left to a person. The one write the
+ * controller makes in the cluster, and an optional one: a refusal (no RBAC for events) is logged,
+ * never retried, and changes nothing else.
+ *
+ * events.k8s.io/v1 Events, named as client-go's recorder names them (<object>.<hex time>), with
+ * an eventTime in V1MicroTime (a real API server refuses a millisecond time there).
+ */
+import { randomBytes } from 'node:crypto';
+import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { TargetOutcome } from '../engine.ts';
+import type { KubeObject } from '../observe/types.ts';
+import { redact } from '../report/scrub.ts';
+
+export const REPORTING_CONTROLLER = 'lastgood.dev/controller';
+/** the API server refuses an Event note over 1024 bytes */
+const NOTE_MAX_BYTES = 1024;
+
+export interface EventRecorder {
+  /** an Event on `object` about what was done for the target; never throws */
+  record(object: KubeObject, outcome: TargetOutcome): Promise<void>;
+}
+
+export function eventRecorder(kc: KubeConfig, identity: string, log: Logger): EventRecorder {
+  const api = kc.makeApiClient(EventsV1Api);
+  return {
+    async record(object, outcome) {
+      const what = describeOutcome(outcome);
+      if (!what) return;
+      const namespace = object.metadata.namespace ?? 'default';
+      try {
+        await api.createNamespacedEvent({
+          namespace,
+          body: {
+            metadata: { name: `${object.metadata.name}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`, namespace },
+            eventTime: new V1MicroTime(),
+            reportingController: REPORTING_CONTROLLER,
+            reportingInstance: identity.slice(0, 128),
+            action: what.action,
+            reason: what.reason,
+            type: what.type,
+            regarding: {
+              apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name,
+              ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
+              ...(typeof object.metadata.uid === 'string' ? { uid: object.metadata.uid } : {}),
+              ...(typeof object.metadata.resourceVersion === 'string' ? { resourceVersion: object.metadata.resourceVersion } : {}),
+            },
+            note: truncate(redact(what.note), NOTE_MAX_BYTES),
+          },
+        });
+      } catch (error) {
+        log.warn({ target: outcome.name, err: error }, 'cannot create a Kubernetes Event (RBAC: create events.k8s.io events)');
+      }
+    },
+  };
+}
+
+function describeOutcome(o: TargetOutcome): { action: string; reason: string; type: 'Normal' | 'Warning'; note: string } | undefined {
+  const bad = o.bad.length ? ` ${o.bad.map((s) => s.slice(0, 12)).join(', ')}` : '';
+  const to = o.lastKnownGood ? ` back to ${o.lastKnownGood.slice(0, 12)}${o.verified ? ' (verified)' : ''}` : '';
+  if (o.action === 'revert' && o.created && o.pullRequest) {
+    return { action: 'Revert', reason: 'RevertPullRequestOpened', type: 'Normal', note: `lastgood opened ${o.pullRequest} for target ${o.name}: reverts${bad}${to}. ${o.summary}` };
+  }
+  if (o.action === 'revert' && o.created && o.commit) {
+    return { action: 'Revert', reason: 'RevertCommitted', type: 'Normal', note: `lastgood committed ${o.commit.slice(0, 12)} on the config repository for target ${o.name}: reverts${bad}${to}. ${o.summary}` };
+  }
+  if (o.action === 'alert' && (o.verdict === 'failed' || o.verdict === 'stuck')) {
+    return { action: 'Alert', reason: 'NotReverted', type: 'Warning', note: `lastgood did not revert target ${o.name}: ${o.reason}` };
+  }
+  return undefined;
+}
+
+function truncate(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text) <= maxBytes) return text;
+  let cut = text.slice(0, maxBytes - 3);
+  while (Buffer.byteLength(cut) > maxBytes - 3) cut = cut.slice(0, -1);
+  return `${cut}...`;
+}

@@ -1,0 +1,56 @@
+/**
+ * The controller's HTTP endpoints for the kubelet and Prometheus:
+ *   /healthz  200 while the process serves (liveness)
+ *   /readyz   200 once every watch has listed and leader election runs (leader or standby); 503 before, and while shutting down
+ *   /metrics  Prometheus text (prom-client)
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import { InputError } from '../errors.ts';
+
+export interface Readiness {
+  ready: boolean;
+  /** what readyz shows: synced, leader, holder, ... */
+  detail: Record<string, unknown>;
+}
+
+/** ":8080" → every interface; "127.0.0.1:0", "[::1]:9090". */
+export function parseListen(listen: string): { host: string | undefined; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]*)):(\d{1,5})$/.exec(listen);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new InputError(`controller.listen "${listen}": expected [host]:port, like :8080 or 127.0.0.1:8080`);
+  return { host: m[1] ?? (m[2] || undefined), port };
+}
+
+export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry }): Promise<http.Server & { address(): AddressInfo }> {
+  const { host, port } = parseListen(listen);
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'method not allowed\n');
+    if (url === '/healthz') return send(200, 'text/plain', 'ok\n');
+    if (url === '/readyz') {
+      const r = opts.readiness();
+      return send(r.ready ? 200 : 503, 'application/json', JSON.stringify({ ready: r.ready, ...r.detail }) + '\n');
+    }
+    if (url === '/metrics') {
+      opts.registry.metrics().then(
+        (text) => send(200, opts.registry.contentType, text),
+        (error: unknown) => send(500, 'text/plain', `cannot collect metrics: ${(error as Error).message}\n`),
+      );
+      return;
+    }
+    send(404, 'text/plain', 'not found: /healthz, /readyz, /metrics\n');
+  });
+  // the kubelet's probes and Prometheus open short connections: none may hold shutdown
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server as http.Server & { address(): AddressInfo };
+}

@@ -1,0 +1,190 @@
+/**
+ * `lastgood install --config FILE`: the controller's manifests (templates/install/) filled in for
+ * one config, as one multi-document YAML stream for `kubectl apply -f -`:
+ *
+ * - the ClusterRole allows get, list and watch on exactly the kinds the targets name, and create
+ *   on events.k8s.io Events (the one optional write; left out with `controller.events: false`);
+ * - it is bound with a RoleBinding in each namespace the targets name; a ClusterRoleBinding only
+ *   when a resource has no namespace (a cluster-scoped kind);
+ * - Lease permissions (get, create, update) only in the controller's namespace, only with leader
+ *   election (two replicas; one without it);
+ * - the config goes into the ConfigMap as written (comments kept), with `repo.cacheDir` on the
+ *   mirror volume for a remote repository that is not read through the GitHub API.
+ *
+ * Resource names (plurals) cannot be asked of a cluster here: they follow the Kubernetes rule for
+ * guessing them (k8s.io/apimachinery pkg/api/meta/restmapper.go, UnsafeGuessKindToResource), which
+ * every kind lastgood reads follows; `kubectl api-resources` shows the real ones.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isMap, isSeq, parseAllDocuments, parseDocument, Scalar, visit, type Document, type Node } from 'yaml';
+import { parseDuration } from '../config/duration.ts';
+import { ConfigSchema, Controller as ControllerSchema, type Config } from '../config/schema.ts';
+import { parseListen } from './http.ts';
+
+export const INSTALL_DIR = fileURLToPath(new URL('../../templates/install/', import.meta.url));
+export const DEFAULT_IMAGE = 'lastgood:0.1.0';
+export const DEFAULT_NAMESPACE = 'lastgood';
+/**
+ * Node's flags for the controller container (NODE_OPTIONS): a young generation of a few MB and an
+ * old generation sized well inside the container's memory limit make the heap collect early
+ * instead of growing into it (the benchmark runs the controller with the same flags).
+ */
+export const CONTROLLER_NODE_OPTIONS = '--max-semi-space-size=4 --max-old-space-size=256';
+/** where the Deployment mounts its volume for the mirror of a remote repository */
+export const MIRROR_DIR = '/var/lib/lastgood/mirror';
+
+export interface InstallOptions {
+  config: Config;
+  /** the config file's text, kept as written in the ConfigMap */
+  configText: string;
+  image?: string;
+  namespace?: string;
+}
+
+export interface InstallOutput {
+  yaml: string;
+  /** what a person should know (a local repository path cannot be reached from a pod, ...) */
+  warnings: string[];
+}
+
+/** Kind → resource name, as Kubernetes guesses it: lower case; -s, -x, -z, -ch, -sh take "es"; a consonant and y take "ies". */
+export function pluralOf(kind: string): string {
+  const k = kind.toLowerCase();
+  if (k.endsWith('endpoints')) return k;
+  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  return `${k}s`;
+}
+
+const groupOf = (apiVersion: string) => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.lastIndexOf('/')) : '');
+
+export async function installManifests(opts: InstallOptions): Promise<InstallOutput> {
+  const { config } = opts;
+  const controller = ControllerSchema.parse(config.controller ?? {});
+  const namespace = opts.namespace ?? controller.namespace ?? DEFAULT_NAMESPACE;
+  const warnings: string[] = [];
+  if (controller.namespace && opts.namespace && controller.namespace !== opts.namespace) {
+    warnings.push(`controller.namespace is ${controller.namespace} but --namespace is ${opts.namespace}: the Lease lives in ${controller.namespace}, where these manifests grant nothing`);
+  }
+  const resources = config.targets.flatMap((t) => t.resources);
+  const template = async (file: string) => parseAllDocuments(await readFile(path.join(INSTALL_DIR, file), 'utf8')) as Document[];
+  const docs: Document[] = [];
+
+  // Namespace, ServiceAccount
+  for (const file of ['namespace.yaml', 'serviceaccount.yaml']) {
+    for (const doc of await template(file)) {
+      if (file === 'namespace.yaml') doc.setIn(['metadata', 'name'], namespace);
+      else doc.setIn(['metadata', 'namespace'], namespace);
+      docs.push(doc);
+    }
+  }
+
+  // ClusterRole: read-only on the watched kinds
+  const byGroup = new Map<string, Set<string>>();
+  for (const r of resources) {
+    const g = groupOf(r.apiVersion);
+    if (!byGroup.has(g)) byGroup.set(g, new Set());
+    byGroup.get(g)!.add(pluralOf(r.kind));
+  }
+  const rules: Array<Record<string, unknown>> = [...byGroup].sort(([a], [b]) => a.localeCompare(b)).map(([group, plurals]) => ({ apiGroups: [group], resources: [...plurals].sort(), verbs: ['get', 'list', 'watch'] }));
+  if (controller.events) rules.push({ apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] });
+  const [role] = await template('clusterrole.yaml');
+  role!.setIn(['rules'], flowLists(role!.createNode(rules)));
+  docs.push(role!);
+
+  // bound where the targets look: per namespace, cluster-wide only when needed
+  const namespaces = [...new Set(resources.map((r) => r.namespace).filter((n): n is string => Boolean(n)))].sort();
+  for (const ns of namespaces) {
+    const [binding] = await template('rolebinding.yaml');
+    binding!.setIn(['metadata', 'namespace'], ns);
+    binding!.setIn(['subjects', 0, 'namespace'], namespace);
+    docs.push(binding!);
+  }
+  if (resources.some((r) => !r.namespace)) {
+    const [binding] = await template('clusterrolebinding.yaml');
+    binding!.setIn(['subjects', 0, 'namespace'], namespace);
+    docs.push(binding!);
+    warnings.push('a target resource has no namespace: the read permissions are granted cluster-wide for its kind (ClusterRoleBinding)');
+  }
+  if (controller.leaderElection) {
+    for (const doc of await template('leader-election.yaml')) {
+      doc.setIn(['metadata', 'namespace'], namespace);
+      if (doc.get('kind') === 'Role') {
+        // only this replica set's Lease
+        doc.setIn(['rules', 0, 'resourceNames'], doc.createNode([controller.leaseName], { flow: true }));
+        // create cannot be limited by name (the name is not known to RBAC before the object exists)
+        const rule = doc.getIn(['rules', 0]);
+        if (isMap(rule)) {
+          doc.setIn(['rules', 0, 'verbs'], doc.createNode(['get', 'update'], { flow: true }));
+          const create = flowLists(doc.createNode({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }));
+          const list = doc.get('rules');
+          if (isSeq(list)) list.items.push(create);
+        }
+      } else doc.setIn(['subjects', 0, 'namespace'], namespace);
+      docs.push(doc);
+    }
+  }
+
+  // the config
+  const configText = withMirror(opts.configText, config, warnings);
+  const [configMap] = await template('configmap.yaml');
+  configMap!.setIn(['metadata', 'namespace'], namespace);
+  const literal = new Scalar(configText);
+  literal.type = Scalar.BLOCK_LITERAL;
+  configMap!.setIn(['data', 'lastgood.yaml'], literal);
+  docs.push(configMap!);
+
+  // the Deployment and its Service
+  const { port } = parseListen(controller.listen);
+  const [deployment] = await template('deployment.yaml');
+  const d = deployment!;
+  d.setIn(['metadata', 'namespace'], namespace);
+  d.setIn(['spec', 'replicas'], controller.leaderElection ? 2 : 1);
+  d.setIn(['spec', 'template', 'metadata', 'annotations', 'lastgood.dev/config-sha256'], createHash('sha256').update(configText).digest('hex'));
+  d.setIn(['spec', 'template', 'spec', 'containers', 0, 'image'], opts.image ?? DEFAULT_IMAGE);
+  d.setIn(['spec', 'template', 'spec', 'containers', 0, 'ports', 0, 'containerPort'], port);
+  const env = d.getIn(['spec', 'template', 'spec', 'containers', 0, 'env']);
+  if (isSeq(env)) env.items.push(d.createNode({ name: 'NODE_OPTIONS', value: CONTROLLER_NODE_OPTIONS }));
+  docs.push(d);
+  const [service] = await template('service.yaml');
+  service!.setIn(['metadata', 'namespace'], namespace);
+  service!.setIn(['metadata', 'annotations', 'prometheus.io/port'], String(port));
+  service!.setIn(['spec', 'ports', 0, 'port'], port);
+  docs.push(service!);
+
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(config.repo.url)) {
+    warnings.push(`repo.url "${config.repo.url}" is a local path: the controller's pod must have the repository there (mount it), or use the repository's URL`);
+  }
+  if (parseDuration(controller.interval)! > 60_000) warnings.push(`controller.interval ${controller.interval}: confirmations of a failure the engine does not call final take that long each`);
+  const header = `# lastgood controller for ${config.targets.length} target${config.targets.length === 1 ? '' : 's'} (${config.targets.map((t) => t.name).join(', ')})\n# kubectl -n ${namespace} create secret generic lastgood --from-literal=LASTGOOD_GITHUB_TOKEN=… ; then kubectl apply -f this file\n`;
+  // a document of a multi-document template prints its own "---": one per document
+  return { yaml: header + docs.map((doc) => `---\n${doc.toString({ lineWidth: 0 }).replace(/^---\n/, '')}`).join(''), warnings };
+}
+
+/** RBAC rules read best with their lists on one line: `verbs: [get, list, watch]`. */
+function flowLists<T extends Node>(node: T): T {
+  // the lists inside the rules, not the list of rules itself (the root: key null)
+  visit(node, { Seq: (key, seq) => void (key !== null && (seq.flow = true)) });
+  return node;
+}
+
+/**
+ * A remote repository read through git (not the GitHub API) is mirrored on disk: on the volume
+ * the Deployment mounts, so a restarted container does not fetch it again. Added only where the
+ * config says nothing about it and the schema knows the setting.
+ */
+function withMirror(text: string, config: Config, warnings: string[]): string {
+  const repo = config.repo as Config['repo'] & { cacheDir?: string; transport?: string };
+  const remote = /^https?:\/\//i.test(repo.url);
+  const viaApi = repo.transport === 'api' || (repo.transport !== 'git' && /^https:\/\/github\.com\//i.test(repo.url));
+  if (!remote || viaApi || repo.cacheDir) return text;
+  const doc = parseDocument(text);
+  doc.setIn(['repo', 'cacheDir'], MIRROR_DIR);
+  const edited = doc.toString({ lineWidth: 0 });
+  if (!ConfigSchema.safeParse(doc.toJS()).success) return text;
+  warnings.push(`repo.cacheDir set to ${MIRROR_DIR} (the mirror volume) in the ConfigMap`);
+  return edited;
+}

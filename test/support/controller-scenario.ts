@@ -1,0 +1,189 @@
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import { parseConfig } from '../../src/config/load.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { createController, type Controller, type ControllerOptions } from '../../src/controller/controller.ts';
+import { createGitHubBackend } from '../../src/deliver/github.ts';
+import { openRepo } from '../../src/deliver/registry.ts';
+import { LocalRepo } from '../../src/deliver/local.ts';
+import type { TargetOutcome } from '../../src/engine.ts';
+import type { RepoBackend } from '../../src/repo/types.ts';
+import { commit, git, makeRepo, tempDir } from './git.ts';
+import { startGitHubEmulator, type Emulator } from './github-emulator.ts';
+import { startGitHttpServer } from './git-http-server.ts';
+import { startKubeEmulator, type KubeEmulator } from './kube-emulator.ts';
+import { canary, deployment, kustomization } from './objects.ts';
+
+/**
+ * Controller scenarios for tests and the benchmark: a GitOps repository (c1 initial, c2 good
+ * change, c3 the bad release 6.1.0, c4 an unrelated change), a Kubernetes API emulator holding the
+ * target's objects (Flux Kustomization, Flagger Canary, the Deployment), and a controller started
+ * in this process over them, with a repository backend of choice.
+ */
+
+export const TARGET_PATH = 'apps/podinfo/overlays/prod/';
+export const TOKEN = 'ghs_controllerTestToken0123456789abcdef';
+
+export function overlay(tag: string): string {
+  return `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../base\nimages:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: ${tag}\n`;
+}
+
+export interface GitopsRepo {
+  /** a bare repository (what a remote holds) */
+  bare: string;
+  c1: string; c2: string; c3: string; c4: string;
+}
+
+export function gitopsRepo(): GitopsRepo {
+  const work = makeRepo();
+  const c1 = commit(work, { 'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n', [`${TARGET_PATH}kustomization.yaml`]: overlay('6.0.0'), 'apps/redis/values.yaml': 'replicas: 1\n' }, 'initial platform');
+  const c2 = commit(work, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
+  const c3 = commit(work, { [`${TARGET_PATH}kustomization.yaml`]: overlay('6.1.0') }, 'podinfo: release 6.1.0');
+  const c4 = commit(work, { 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
+  const bare = path.join(tempDir('lastgood-ctl-'), 'gitops.git');
+  git(path.dirname(bare), 'clone', '-q', '--bare', work, bare);
+  return { bare, c1, c2, c3, c4 };
+}
+
+export const RESOURCES = `
+      - { apiVersion: flagger.app/v1beta1, kind: Canary, namespace: prod, name: podinfo }
+      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }
+      - { apiVersion: apps/v1, kind: Deployment, namespace: prod, name: podinfo }`;
+
+export function configText(opts: { url: string; apiUrl?: string; repoSettings?: string; mode?: 'commit' | 'pull-request'; defaults?: string; target?: string; controller?: string; resources?: string; interval?: string }): string {
+  return `repo:
+  url: ${opts.url}
+${opts.apiUrl ? `  apiUrl: ${opts.apiUrl}\n` : ''}${opts.repoSettings ?? ''}  branch: main
+defaults:
+  mode: ${opts.mode ?? 'commit'}
+  strategy: revert
+  confirmations: 2
+${opts.defaults ?? ''}
+controller:
+  listen: 127.0.0.1:0
+  namespace: lastgood
+  interval: ${opts.interval ?? '200ms'}
+${opts.controller ?? ''}
+targets:
+  - name: podinfo-prod
+    paths: [${TARGET_PATH}]
+    resources:${opts.resources ?? RESOURCES}
+${opts.target ?? ''}`;
+}
+
+export function config(text: string): Config {
+  return parseConfig(text, 'lastgood.yaml');
+}
+
+/** A Canary the CRD schema accepts (the support builder leaves out spec.analysis). */
+export function canaryObject(o: { phase: string; since?: string; weight?: number }): object {
+  const c = canary({ phase: o.phase, ...(o.since ? { since: o.since } : {}), ...(o.weight !== undefined ? { weight: o.weight } : {}) });
+  return { ...c, spec: { ...c.spec, analysis: { interval: '1m', threshold: 5, maxWeight: 50, stepWeight: 10 } } };
+}
+
+export const now = () => new Date().toISOString();
+
+/** A cluster where podinfo 6.1.0 (c3) was applied by Flux and Flagger is analysing it. */
+export async function cluster(repo: GitopsRepo, opts: { canaryPhase?: string } = {}): Promise<KubeEmulator> {
+  const kube = await startKubeEmulator({ namespaces: ['default', 'prod', 'flux-system', 'lastgood'] });
+  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c3}`, ready: 'True', since: new Date(Date.now() - 120_000).toISOString() }));
+  kube.apply(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'available', since: new Date(Date.now() - 120_000).toISOString() }));
+  kube.apply(canaryObject({ phase: opts.canaryPhase ?? 'Progressing', since: now() }));
+  return kube;
+}
+
+export function failCanary(kube: KubeEmulator, phase = 'Failed'): void {
+  const c = canaryObject({ phase, since: now() }) as { status: unknown };
+  kube.setStatus({ apiVersion: 'flagger.app/v1beta1', kind: 'Canary', namespace: 'prod', name: 'podinfo' }, c.status);
+}
+
+/** JSON log lines, kept for assertions. */
+export function memoryLogger(level = 'info'): { log: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { log: pino({ level, base: undefined }, stream), lines };
+}
+
+export interface Running {
+  controller: Controller;
+  acted: TargetOutcome[];
+  lines: Array<Record<string, unknown>>;
+}
+
+/** Fast lease timings for tests (client-go's are 15 s / 10 s / 2 s). */
+export const FAST_LEASE = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 };
+
+export async function startController(kube: KubeEmulator, cfg: Config, backendOrPromise: RepoBackend | Promise<RepoBackend>, extra: Partial<ControllerOptions> = {}): Promise<Running> {
+  const repo = await backendOrPromise;
+  const acted: TargetOutcome[] = [];
+  const { log, lines } = memoryLogger();
+  const controller = createController({
+    config: cfg, kc: kube.kubeConfig(), repo, log, lease: FAST_LEASE, watch: { backoffMs: 50, maxBackoffMs: 400 }, processMetrics: false,
+    onActed: (_t, o) => acted.push(o),
+    ...extra,
+  });
+  await controller.start();
+  return { controller, acted, lines };
+}
+
+export async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export type BackendKind = 'local' | 'http' | 'github';
+
+export interface Backend {
+  kind: BackendKind;
+  /** repo.url (and apiUrl, and the other repo settings) for the config */
+  url: string;
+  apiUrl?: string;
+  repoSettings?: string;
+  /** a new backend instance (each controller has its own, as each cluster does) */
+  open(): Promise<RepoBackend>;
+  github?: Emulator;
+  close(): Promise<void>;
+}
+
+export async function backend(kind: BackendKind, repo: GitopsRepo): Promise<Backend> {
+  if (kind === 'local') return { kind, url: repo.bare, open: async () => new LocalRepo(repo.bare), close: async () => {} };
+  if (kind === 'http') {
+    // git's own http-backend over the bare repository; the git backend keeps a mirror per instance
+    const server = await startGitHttpServer({ root: path.dirname(repo.bare) });
+    const url = `${server.url}/${path.basename(repo.bare)}`;
+    return {
+      kind, url, repoSettings: '  insecure: true\n',
+      open: () => openRepo({ location: url, relativeTo: tempDir(), repo: { insecure: true } }),
+      close: () => server.close(),
+    };
+  }
+  const github = await startGitHubEmulator({ bareRepo: repo.bare, owner: 'acme', repo: 'gitops', token: TOKEN });
+  return {
+    kind, url: 'https://github.com/acme/gitops', apiUrl: github.url, github,
+    open: async () => createGitHubBackend({ owner: 'acme', repo: 'gitops', token: TOKEN, baseUrl: github.url, writeIntervalMs: 0, retryUnitMs: 1 }),
+    close: async () => {
+      if (github.violations.length) throw new Error(`GitHub emulator: ${github.violations.join('; ')}`);
+      await github.close();
+    },
+  };
+}
+
+/** Commits on main after `since`, newest first, with their trailers. */
+export function commitsSince(bare: string, since: string): Array<{ sha: string; message: string }> {
+  const out = git(bare, 'log', '--format=%H%x00%B%x01', `${since}..main`);
+  return out.split('\x01').map((s) => s.trim()).filter(Boolean).map((s) => {
+    const [sha, message] = s.split('\x00');
+    return { sha: sha!.trim(), message: message ?? '' };
+  });
+}
