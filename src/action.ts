@@ -32,7 +32,7 @@ import type { ResourceRef } from './observe/kube.ts';
 import { readSnapshots } from './observe/snapshot.ts';
 import { groupKind, type Observed } from './observe/types.ts';
 import { makeLogger as logger } from './report/log.ts';
-import { redact } from './report/scrub.ts';
+import { redact } from './scrub.ts';
 import { reportJson } from './report/text.ts';
 import { primaryOutcome, renderSummary } from './report/summary.ts';
 import type { DeliveryMode, RepoBackend } from './repo/types.ts';

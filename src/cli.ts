@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import type { Report, TargetOutcome } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
-import { scrubText } from './report/scrub.ts';
+import { scrubText } from './scrub.ts';
 import type { Observed } from './observe/types.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { redact } from './report/scrub.ts';
+import { redact } from './scrub.ts';
 
 /**
  * Typed errors, converted to exit codes once, at the door (cli.ts / action.ts).
@@ -76,5 +76,5 @@ export class StaleHeadError extends LastgoodError {
   }
 }
 
-// The scrubber lives in report/scrub.ts (one for every output); errors keep exporting it.
-export { redact, registerSecret } from './report/scrub.ts';
+// The scrubber lives in scrub.ts (one for every output); errors keep exporting it.
+export { redact, registerSecret } from './scrub.ts';

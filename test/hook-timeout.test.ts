@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseConfig } from '../src/config/load.ts';
 import { KILL_GRACE_MS, runHook } from '../src/decide/hook.ts';
 import { ConfigError } from '../src/errors.ts';
-import { registerSecret } from '../src/report/scrub.ts';
+import { registerSecret } from '../src/scrub.ts';
 import { lastgood } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';

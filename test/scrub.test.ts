@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { bound, redact, registerSecret, scrubDeep, scrubText } from '../src/report/scrub.ts';
+import { bound, redact, registerSecret, scrubDeep, scrubText } from '../src/scrub.ts';
 import { DIST, runAction } from './support/action.ts';
 import { lastgood, ROOT } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';

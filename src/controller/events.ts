@@ -12,7 +12,7 @@ import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-no
 import type { Logger } from 'pino';
 import type { TargetOutcome } from '../engine.ts';
 import type { KubeObject } from '../observe/types.ts';
-import { redact } from '../report/scrub.ts';
+import { redact } from '../scrub.ts';
 
 export const REPORTING_CONTROLLER = 'lastgood.dev/controller';
 /** the API server refuses an Event note over 1024 bytes */

@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { redact, registerSecret } from '../errors.ts';
-import { containsSecret, SECRET_ENV } from '../report/scrub.ts';
+import { containsSecret, SECRET_ENV } from '../scrub.ts';
 import type { Decision, HookPlan, Verdict } from './types.ts';
 
 export interface HookResult {

@@ -14,7 +14,7 @@
  * Anything else is an InputError naming the file: nothing is written.
  *
  * Outside text stops here: every string of the payload is scrubbed of secrets and bounded before
- * it is read (report/scrub.ts). Event times are strict ISO 8601 with a zone (Flagger: Unix
+ * it is read (src/scrub.ts). Event times are strict ISO 8601 with a zone (Flagger: Unix
  * milliseconds); an unparseable one is bad input, and one ahead of the clock is refused.
  */
 import { readFile } from 'node:fs/promises';
@@ -22,7 +22,7 @@ import type { z } from 'zod';
 import type { Config } from '../config/schema.ts';
 import { InputError } from '../errors.ts';
 import { assess } from '../health/index.ts';
-import { scrubbedCopy } from '../report/scrub.ts';
+import { scrubbedCopy } from '../scrub.ts';
 import { alertMatchesResource, alertObject, AlertmanagerNotification, ALERT_API_VERSION, ALERT_KIND, describeAlertmanager, isAlertmanagerNotification, TARGET_LABEL, type AlertPayload } from './event-alertmanager.ts';
 import { argoCdObject, ArgoCdApplicationPayload, ArgoCdNotification, describeArgoCd, hasFullApplication, isArgoCdNotification } from './event-argocd.ts';
 import { describeFlaggerEvent, FlaggerEvent, flaggerObject, isFlaggerEvent } from './event-flagger.ts';

@@ -1,6 +1,6 @@
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { RemoteError } from '../errors.ts';
-import { scrubDeep } from '../report/scrub.ts';
+import { scrubDeep } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
@@ -15,7 +15,7 @@ export interface ResourceRef {
  * observe/kube, list-once: reads each configured object through the usual kubeconfig rules
  * (KUBECONFIG, ~/.kube/config, in-cluster service account). A missing object is left out (the
  * verdict shows it as NotFound); any other API failure is a RemoteError (exit 3). Every string of
- * an object is scrubbed of secrets and bounded before anything else sees it (report/scrub.ts).
+ * an object is scrubbed of secrets and bounded before anything else sees it (src/scrub.ts).
  */
 export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string): Promise<Observed[]> {
   const kc = new KubeConfig();

@@ -2,7 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import jsYaml from 'js-yaml';
 import { InputError } from '../errors.ts';
-import { scrubDeep } from '../report/scrub.ts';
+import { scrubDeep } from '../scrub.ts';
 import { checkFailureTimes, checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
@@ -12,7 +12,7 @@ import type { KubeObject, Observed } from './types.ts';
  * `json: true` makes a duplicate key keep the last value instead of failing, as the API server does.
  *
  * Outside text stops here: every string of every object is scrubbed of secrets and bounded
- * (report/scrub.ts), and every status time must parse. With `now`, a failure time ahead of it is
+ * (src/scrub.ts), and every status time must parse. With `now`, a failure time ahead of it is
  * refused. No objects at all is bad input: an empty snapshot would make every resource NotFound.
  */
 export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream; now?: Date } = {}): Promise<Observed[]> {

@@ -15,7 +15,7 @@ import {
   createConfiguration, KubernetesObjectApi, ListWatch, Observable, ServerConfiguration, Watch,
   type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObservableMiddleware,
 } from '@kubernetes/client-node';
-import { scrubDeep } from '../report/scrub.ts';
+import { scrubDeep } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
 import { groupKind, type KubeObject, type Observed } from './types.ts';
 

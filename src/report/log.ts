@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import { redact } from './scrub.ts';
+import { redact } from '../scrub.ts';
 
 /**
  * The logger of every door: JSON lines on stderr. Fields that name credentials are censored by

@@ -13,7 +13,7 @@ import { parseDuration } from '../config/duration.ts';
 import type { NotifyConfig, SecretRefConfig } from '../config/schema.ts';
 import type { Report, TargetOutcome } from '../engine.ts';
 import { redact, registerSecret } from '../errors.ts';
-import { scrubbedCopy } from './scrub.ts';
+import { scrubbedCopy } from '../scrub.ts';
 
 export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed';
 export type ChannelKind = 'webhook' | 'slack';

@@ -1,6 +1,6 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine.ts';
-import { redact } from './scrub.ts';
+import { redact } from '../scrub.ts';
 
 /**
  * The GitHub Actions job summary (GITHUB_STEP_SUMMARY): markdown with the verdict, the evidence

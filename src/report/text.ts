@@ -1,6 +1,6 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine.ts';
-import { redact } from './scrub.ts';
+import { redact } from '../scrub.ts';
 
 /**
  * The human report of check/run/revert: what each target's verdict is, why, and what was done.

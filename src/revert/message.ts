@@ -2,7 +2,7 @@ import type { Evidence, Verdict } from '../decide/types.ts';
 import type { Located } from '../history/locate.ts';
 import type { CommitInfo } from '../repo/types.ts';
 import { loadTemplate, render } from './template.ts';
-import { scrubText } from '../report/scrub.ts';
+import { scrubText } from '../scrub.ts';
 
 export interface MessageInput {
   target: string;
