@@ -17,7 +17,8 @@
  *   commit and push in the clone made cold; lastgood: the same job again in the process that made
  *   the cold one (its mirror warm), timed inside the process.
  * - time: wall clock, median of the repetitions; rssMb: peak resident set of the job's processes
- *   (GNU time's %M: the largest process of the job; for warm, the whole lastgood process's life);
+ *   (GNU time's %M: the largest process of the job; for warm, the whole lastgood process's life,
+ *   run with the Node flags of the controller's Deployment, as a long-running process is);
  *   ratio: median over median; ratioPaired: the median of each repetition's ratio; startupMs
  *   (cold): the lastgood process's time before its first request (Node, type stripping, modules).
  * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three).
@@ -25,6 +26,7 @@
  * The job process is this file run with `--job` (bench/run.ts only imports it).
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { CONTROLLER_NODE_OPTIONS } from '../src/controller/install.ts';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -116,7 +118,8 @@ async function timed(command: string, args: string[], opts: { cwd?: string; inpu
 /** A lastgood job process kept open across repetitions (warm); RSS is known when it exits. */
 function jobProcess(url: string, cacheDir: string, folder: string) {
   const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
-  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, HERE, '--job', url, cacheDir, folder], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
+  // the long-running process runs with the Node flags the controller's Deployment sets (src/controller/install.ts)
+  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...CONTROLLER_NODE_OPTIONS.split(' '), HERE, '--job', url, cacheDir, folder], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
   return {
