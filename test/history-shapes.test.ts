@@ -221,3 +221,15 @@ test('a bad change in a shared kustomize base outside the target\'s paths: refus
   t.regex(o.refused!, /add their folder to the target's paths/);
   t.true(o.refused!.includes(bad.slice(0, 12)));
 });
+
+test('one commit changes two targets: each target\'s revert undoes only its own paths', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), 'apps/frontend/deploy.yaml': 'image: ghcr.io/acme/frontend:1.0\n' }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const both = h.commit({ [`${APP}deploy.yaml`]: deploy('6.1.0'), 'apps/frontend/deploy.yaml': 'image: ghcr.io/acme/frontend:1.1\n' }, 'release train 2026.11');
+  const o = await everyBackend(t, h, [APP], failedFlux(both, applied));
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [both]);
+  t.deepEqual([...o.after!.keys()], [`${APP}deploy.yaml`], 'only the target\'s own files are planned');
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'));
+  t.deepEqual(o.located!.touched, [`${APP}deploy.yaml`], 'the guard knows only the target\'s files as touched');
+});
