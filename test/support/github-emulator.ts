@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BareRepo, GitFailure, isoDate, parseIsoDate, type RawCommit, type TreeEntry } from './github-git.ts';
+import { BareRepo, GitFailure, isoDate, loadTreeNode, parseIsoDate, writeTreeNode, type RawCommit, type TreeEntry, type TreeNode } from './github-git.ts';
 import { OpenApiValidator, type OperationMatch } from './openapi-validator.ts';
 import { describeDocument, executeGraphQL } from './github-graphql.ts';
 import { EMULATOR_SIGNATURE, graphqlRoot, type EmulatedDeployment, type EmulatedDeploymentStatus, type EmulatorCore } from './github-graphql-repo.ts';
@@ -661,13 +661,9 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
 
   /** create-tree: nested edits on top of base_tree, written bottom-up with `git mktree`. */
   async function createTree(baseTree: string | undefined, items: Array<{ path: string; mode: string; type: string; sha?: string | null; content?: string }>): Promise<string> {
-    interface Node { entries: Map<string, { mode: string; type: string; sha: string }>; children: Map<string, Node>; base?: string }
-    const load = async (sha: string | undefined): Promise<Node> => ({
-      entries: new Map(sha ? (await git.readTree(sha)).map((e) => [e.path, { mode: e.mode, type: e.type, sha: e.sha }]) : []),
-      children: new Map(),
-    });
+    const load = (sha: string | undefined) => loadTreeNode(git, sha);
     const root = await load(baseTree);
-    const descend = async (node: Node, name: string): Promise<Node> => {
+    const descend = async (node: TreeNode, name: string): Promise<TreeNode> => {
       let child = node.children.get(name);
       if (!child) {
         const existing = node.entries.get(name);
@@ -697,16 +693,7 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       node.children.delete(name);
       node.entries.set(name, { mode: item.mode, type: item.type, sha });
     }
-    const write = async (node: Node): Promise<string | undefined> => {
-      for (const [name, child] of node.children) {
-        const sha = await write(child);
-        if (sha) node.entries.set(name, { mode: '040000', type: 'tree', sha });
-        else node.entries.delete(name);
-      }
-      if (node.entries.size === 0) return undefined;
-      return git.writeTree([...node.entries].map(([name, e]) => ({ ...e, name })));
-    };
-    return (await write(root)) ?? (await git.writeTree([]));
+    return writeTreeNode(git, root);
   }
 
   // ---- the server ------------------------------------------------------------------------------

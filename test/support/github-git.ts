@@ -367,3 +367,28 @@ export function parseIsoDate(date: string): { time: number; tz: string } | undef
 export function isoDate(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
+
+/** A tree being edited: its entries as read, and the subtrees opened for edits (written back bottom-up). */
+export interface TreeNode {
+  entries: Map<string, { mode: string; type: string; sha: string }>;
+  children: Map<string, TreeNode>;
+}
+
+/** Opens a tree for editing (undefined: an empty tree). */
+export async function loadTreeNode(git: BareRepo, sha: string | undefined): Promise<TreeNode> {
+  return { entries: new Map(sha ? (await git.readTree(sha)).map((e) => [e.path, { mode: e.mode, type: e.type, sha: e.sha }]) : []), children: new Map() };
+}
+
+/** Writes an edited tree bottom-up; an emptied subtree disappears, an emptied root is the empty tree. */
+export async function writeTreeNode(git: BareRepo, root: TreeNode): Promise<string> {
+  const write = async (node: TreeNode): Promise<string | undefined> => {
+    for (const [name, child] of node.children) {
+      const sha = await write(child);
+      if (sha) node.entries.set(name, { mode: '040000', type: 'tree', sha });
+      else node.entries.delete(name);
+    }
+    if (node.entries.size === 0) return undefined;
+    return git.writeTree([...node.entries].map(([name, e]) => ({ ...e, name })));
+  };
+  return (await write(root)) ?? (await git.writeTree([]));
+}

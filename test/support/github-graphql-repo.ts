@@ -1,4 +1,4 @@
-import type { BareRepo, RawCommit, TreeEntry } from './github-git.ts';
+import { loadTreeNode, writeTreeNode, type BareRepo, type RawCommit, type TreeEntry, type TreeNode } from './github-git.ts';
 import { connection, GitHubGraphQLError } from './github-graphql.ts';
 
 /**
@@ -370,13 +370,9 @@ export const EMULATOR_SIGNATURE = '-----BEGIN PGP SIGNATURE-----\n\nwsBcBAABCAAQ
 
 /** createCommitOnBranch's file changes on a tree: additions are regular files (100644), deletions must exist. */
 async function editTree(git: BareRepo, baseTree: string, changes: { additions?: Array<{ path: string; contents: string }>; deletions?: Array<{ path: string }> }, head: string): Promise<string> {
-  interface Node { entries: Map<string, { mode: string; type: string; sha: string }>; children: Map<string, Node> }
-  const load = async (sha: string | undefined): Promise<Node> => ({
-    entries: new Map(sha ? (await git.readTree(sha)).map((e) => [e.path, { mode: e.mode, type: e.type, sha: e.sha }]) : []),
-    children: new Map(),
-  });
+  const load = (sha: string | undefined) => loadTreeNode(git, sha);
   const root = await load(baseTree);
-  const walk = async (path: string, create: boolean): Promise<{ node: Node; name: string } | undefined> => {
+  const walk = async (path: string, create: boolean): Promise<{ node: TreeNode; name: string } | undefined> => {
     const parts = path.split('/');
     if (parts.some((p) => p === '' || p === '.' || p === '..' || p === '.git')) throw new GitHubGraphQLError('UNPROCESSABLE', `Invalid path: ${path}`);
     let node = root;
@@ -407,14 +403,5 @@ async function editTree(git: BareRepo, baseTree: string, changes: { additions?: 
     at.node.children.delete(at.name);
     at.node.entries.set(at.name, { mode: '100644', type: 'blob', sha });
   }
-  const write = async (node: Node): Promise<string | undefined> => {
-    for (const [name, child] of node.children) {
-      const sha = await write(child);
-      if (sha) node.entries.set(name, { mode: '040000', type: 'tree', sha });
-      else node.entries.delete(name);
-    }
-    if (node.entries.size === 0) return undefined;
-    return git.writeTree([...node.entries].map(([name, e]) => ({ ...e, name })));
-  };
-  return (await write(root)) ?? (await git.writeTree([]));
+  return writeTreeNode(git, root);
 }
