@@ -24,7 +24,7 @@ import { resolveTarget, type Config, type ResolvedTarget } from './config/schema
 import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
-import { check, exitCodeFor, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { check, commitLinks, exitCodeFor, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
 import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
@@ -163,14 +163,6 @@ function onlyObserved(config: Config, observed: Observed[]): Config {
       return resources.length > 0 ? { ...t, resources } : t;
     }),
   };
-}
-
-/** Links to commits of the config repository, when it is on GitHub (or this server). */
-function commitLinks(config: Config): ((sha: string) => string) | undefined {
-  const server = (process.env.GITHUB_SERVER_URL || 'https://github.com').replace(/\/$/, '');
-  const m = /^(https:\/\/[^/@]+)\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(config.repo.url);
-  if (!m || (m[1] !== server && m[1] !== 'https://github.com')) return undefined;
-  return (sha) => `${m[1]}/${m[2]}/${m[3]}/commit/${sha}`;
 }
 
 function makeLogger(): Logger {
@@ -346,7 +338,7 @@ async function main(): Promise<void> {
     repo: config.repo,
     onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
   });
-  const commitUrl = commitLinks(config);
+  const commitUrl = commitLinks({ repo });
   const ctx: RunContext = {
     config: runConfig,
     targets: runConfig.targets.filter((t) => targetNames.includes(t.name)).map((t) => resolveTarget(runConfig, t)),

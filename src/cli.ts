@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
-import type { Report, TargetOutcome } from './engine.ts';
+import type { Report } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
 import type { Observed } from './observe/types.ts';
@@ -49,13 +49,6 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     onWarning: (message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`),
     ...(repoFlag ? { fromFlag: true } : { configFile }),
   });
-}
-
-/** Links to commits in PR bodies, for repositories on a web host (github.com/owner/repo/commit/<sha>). */
-function commitUrlFor(location: string): ((sha: string) => string) | undefined {
-  if (!/^https?:\/\//.test(location)) return undefined;
-  const base = location.replace(/\/\/[^@/]*@/, '//').replace(/\.git\/?$|\/$/, '');
-  return (sha) => `${base}/commit/${sha}`;
 }
 
 let exitCode: ExitCode = 0;
@@ -171,7 +164,7 @@ program
     selectTargets(config, o.target);
     const observed = await observe(o.snapshot, config, o.target, now);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
     await print(report, Boolean(o.json), Boolean(o.dryRun));
   });
 
@@ -199,7 +192,7 @@ program
     const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
     const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), commitUrl: commitUrlFor(o.repo ?? config.repo.url) });
+    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
     const { formatReport, reportJson } = await import('./report/text.ts');
     process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
     exitCode = report.targets.some((t) => t.action === 'alert') ? 1 : 0;
@@ -222,7 +215,7 @@ program
     const config = await loadConfig(o.config);
     const repo = await repoFor(config, o.config, undefined);
     const { runController } = await import('./controller/main.ts');
-    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info'), commitUrl: commitUrlFor(config.repo.url) });
+    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info') });
   });
 
 program

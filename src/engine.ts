@@ -112,10 +112,18 @@ export interface RunOptions extends CheckOptions {
   mode?: DeliveryMode;
   dryRun: boolean;
   log: Logger;
-  /** host links for PR bodies */
+  /** host links for PR bodies (default: the backend's, see commitLinks) */
   commitUrl?: (sha: string) => string;
   /** environment for notification URLs (default: process.env) */
   env?: Record<string, string | undefined>;
+}
+
+/** Links to commits for PR bodies and summaries: the door's, else the backend's host (none for a local repository or an unknown host). */
+export function commitLinks(opts: Pick<RunOptions, 'repo' | 'commitUrl'>): ((sha: string) => string) | undefined {
+  if (opts.commitUrl) return opts.commitUrl;
+  const { repo } = opts;
+  if (!repo.commitUrl?.('0'.repeat(40))) return undefined;
+  return (sha) => repo.commitUrl!(sha)!;
 }
 
 /** The whole pipeline: check, then for each target whose decision is revert, locate, plan and deliver. */
@@ -326,7 +334,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       }
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {
-        const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: opts.commitUrl });
+        const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
         change.pullRequest = { ...pr, ...opts.config.pullRequest };
       }
       if (opts.dryRun) {

@@ -5,7 +5,7 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { indexPack, objectId, PackError } from '../src/deliver/git-remote/pack-index.ts';
 import { DELIM, FLUSH, PacketReader, packetText, pktLine, readSideBand } from '../src/deliver/git-remote/pkt-line.ts';
-import { newPullRequestUrl, hostKind } from '../src/deliver/git-remote/hosts.ts';
+import { commitPageUrl, newPullRequestUrl, hostKind } from '../src/deliver/git-remote/hosts.ts';
 import { loadCredentials } from '../src/deliver/git-remote/auth.ts';
 import { gitRemoteMatches } from '../src/deliver/git-remote/match.ts';
 import { redact } from '../src/errors.ts';
@@ -119,6 +119,14 @@ test('the "new merge request" page of each host lastgood knows', (t) => {
   t.is(newPullRequestUrl('https://git.example.com/gitops.git', branch, 'main'), undefined);
   t.is(hostKind(new URL('https://forgejo.example.org/x/y')), 'gitea');
   t.is(hostKind(new URL('https://mygitlabmirror.example.org/x/y')), 'unknown', 'a word inside a host name is not a host kind');
+});
+
+test('the web page of a commit on each host lastgood knows; none for another host', (t) => {
+  const sha = 'a'.repeat(40);
+  t.is(commitPageUrl('https://gitlab.example.com/platform/gitops.git', sha), `https://gitlab.example.com/platform/gitops/-/commit/${sha}`);
+  t.is(commitPageUrl('https://codeberg.org/acme/gitops.git', sha), `https://codeberg.org/acme/gitops/commit/${sha}`);
+  t.is(commitPageUrl('https://bitbucket.org/acme/gitops.git', sha), `https://bitbucket.org/acme/gitops/commits/${sha}`);
+  t.is(commitPageUrl('https://git.example.com/gitops.git', sha), undefined);
 });
 
 test('credentials: a token from the environment or a file, a user and password from files; every spelling scrubbed', (t) => {

@@ -63,6 +63,8 @@ export interface GitHubBackendOptions {
   headTtlMs?: number;
   /** the deployment environment of a target, "{target}" replaced (repo.github.environment; default "{target}") */
   environment?: string;
+  /** the repository's web page (https://github.com/owner/repo, or the GHES one); default: github.com */
+  webUrl?: string;
 }
 
 export type GitHubBackend = RepoBackend & {
@@ -154,6 +156,10 @@ const TREE_CHUNK = 100; // entries per createTree call, as create-pull-request a
 class GitHubRepo implements GitHubBackend {
   readonly kind = 'github' as const;
   readonly description: string;
+
+  commitUrl(sha: string): string {
+    return `${this.opts.webUrl ?? `https://github.com/${this.owner}/${this.repo}`}/commit/${sha}`;
+  }
   readonly owner: string;
   readonly repo: string;
   readonly octokit: Octokit;
@@ -803,8 +809,10 @@ export const gitHubBackendFactory = {
     // github.com asks for writes one second apart (secondary rate limits); GHES has no such limit by default
     const writeIntervalMs = parsed.baseUrl === 'https://api.github.com' ? undefined : 0;
     const environment = opts.repo?.github?.environment;
+    const web = new URL(location);
     return createGitHubBackend({
       owner: parsed.owner, repo: parsed.repo, token: opts.token, baseUrl: parsed.baseUrl, writeIntervalMs,
+      webUrl: `${web.protocol}//${web.host}/${parsed.owner}/${parsed.repo}`,
       ...(environment ? { environment } : {}), ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
     });
   },

@@ -108,6 +108,8 @@ export interface RepoBackend extends RepoReader {
   readonly kind: string;
   /** verified last-known-good records (git notes under refs/notes/lastgood), where the backend keeps them */
   notes?(): NotesStore;
+  /** the web page of a commit on the repository's host (GitHub, GitLab, Gitea, Bitbucket), for links in PRs and summaries */
+  commitUrl?(sha: string): string | undefined;
   /** close open revert pull requests of a target whose bad commit `healthyRevision` contains; their numbers */
   closeSupersededReverts?(target: string, healthyRevision: string): Promise<number[]>;
   /** A human description without credentials (path or URL). */

@@ -35,3 +35,20 @@ export function newPullRequestUrl(repoUrl: string, branch: string, base: string)
       return undefined;
   }
 }
+
+/** The web page of a commit on a host lastgood knows; undefined for another host (a wrong link is worse than none). */
+export function commitPageUrl(repoUrl: string, sha: string): string | undefined {
+  const url = new URL(repoUrl);
+  const web = `${url.protocol}//${url.host}${url.pathname.replace(/\.git\/?$/, '').replace(/\/+$/, '')}`;
+  switch (hostKind(url)) {
+    case 'gitlab':
+      return `${web}/-/commit/${sha}`;
+    case 'bitbucket':
+      return `${web}/commits/${sha}`;
+    case 'gitea':
+    case 'github':
+      return `${web}/commit/${sha}`;
+    default:
+      return undefined;
+  }
+}

@@ -10,7 +10,7 @@ import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, RepoB
 import { reviewBranch } from '../branch.ts';
 import { LocalRepo } from '../local.ts';
 import type { GitCredentials } from './auth.ts';
-import { newPullRequestUrl } from './hosts.ts';
+import { commitPageUrl, newPullRequestUrl } from './hosts.ts';
 import { SmartHttp } from './http.ts';
 import { Mirror } from './mirror.ts';
 import type { ObjectType } from './pack-index.ts';
@@ -74,6 +74,10 @@ const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve,
 export class RemoteRepo implements RepoBackend {
   readonly kind = 'git';
   readonly description: string;
+
+  commitUrl(sha: string): string | undefined {
+    return commitPageUrl(this.description, sha);
+  }
   readonly mirror: Mirror;
   readonly http: SmartHttp;
   private readonly local: LocalRepo;
