@@ -20,6 +20,8 @@ import type { Evaluation } from './decide/tracker.ts';
 import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
+import { modelTarget, type TargetModeler } from './model/index.ts';
+import { verifyPlan } from './verify/model-check.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -285,10 +287,12 @@ const MAX_REPLANS = 3;
 async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<void> {
   const { repo, target, log } = opts;
   const branch = opts.config.repo.branch;
+  // what the engine reads for the target (src/model): locate names the commits that changed it, verify checks the plan against it
+  const model: TargetModeler = modelTarget({ reader: repo, target, observed: opts.observed });
   for (let attempt = 0; ; attempt++) {
     try {
       const head = await repo.head(branch);
-      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, verified: await verifiedCommits(repo, target.name) });
+      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
       if (!opts.bad) await preferVerified(repo, located, target);
       outcome.bad = located.bad.map((c) => c.oid);
       outcome.lastKnownGood = located.lastKnownGood;
@@ -329,6 +333,15 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
         // refused whatever the plan's reasons: the plan is shown, nothing is written
         outcome.action = 'alert';
         outcome.reason = `refused by the blast-radius guard: ${refused.join('; ')}; nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        return;
+      }
+      // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
+      const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
+      if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
+      if (verification.refused) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
         outcome.diff = unifiedDiff(diffs);
         return;
       }
