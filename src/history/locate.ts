@@ -512,8 +512,11 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
     if (inside.length > 0 && !ctx.pathsOnly) {
       // files of the target's paths changed, but none that the engine reads: say which and why
       const model = await history.at(range.attempted);
+      const deferred = new Map((await history.changed(theirs, range.attempted, { raw: true })).filter((d) => d.shipsWith).map((d) => [d.path, d.shipsWith!]));
       const why = inside.slice(0, 5).map((d) => {
         const mode = d.after?.mode ?? d.before?.mode;
+        const trigger = deferred.get(d.path);
+        if (trigger) return `${d.path} changed, but it reaches the cluster only together with a change of ${trigger}, which did not change`;
         if (mode === '120000' && model.engine === 'flux') return `${d.path} changed in the target's paths, but it is a symlink, which Flux leaves out of its source`;
         return `${d.path} changed in the target's paths, but the build does not read it`;
       });
@@ -551,7 +554,8 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
     if (!lineSet.has(head)) continue;
     for (const m of members) {
       if (m.parents.length > 1) continue; // merges bring their parents' changes; a merge's own edits are found below
-      for (const d of await history.commit(m)) deltas.push({ head, path: d.path, before: d.before ?? '-', after: d.after ?? '-' });
+      // raw: a change that ships only with another (a chart template under ChartVersion) is this commit's part of the range
+      for (const d of await history.commit(m, { raw: true })) deltas.push({ head, path: d.path, before: d.before ?? '-', after: d.after ?? '-' });
     }
   }
   const cancelled = new Set<number>();
@@ -571,7 +575,7 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
   for (const [path, unitHeads] of byPath) {
     for (const h of [...unitHeads]) {
       const c = heads.get(h)!;
-      if (c.parents.length > 1 && !(await history.commit(c)).some((d) => d.path === path)) unitHeads.delete(h);
+      if (c.parents.length > 1 && !(await history.commit(c, { raw: true })).some((d) => d.path === path)) unitHeads.delete(h);
     }
     if (unitHeads.size === 0) byPath.delete(path);
   }
@@ -581,7 +585,7 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
     for (const c of line.filter((x) => x.parents.length > 1)) {
       const own = await pathState(reader, c.oid, d.path);
       const parentsDiffer = await Promise.all(c.parents.map(async (p) => (await pathState(reader, p, d.path)) !== own));
-      if (parentsDiffer.every(Boolean) && (await history.commit(c)).some((x) => x.path === d.path)) byPath.set(d.path, (byPath.get(d.path) ?? new Set()).add(c.oid));
+      if (parentsDiffer.every(Boolean) && (await history.commit(c, { raw: true })).some((x) => x.path === d.path)) byPath.set(d.path, (byPath.get(d.path) ?? new Set()).add(c.oid));
     }
   }
   const unexplained = net.filter((d) => !byPath.has(d.path)).map((d) => d.path);

@@ -1,5 +1,5 @@
 import type { CommitInfo, RepoReader } from '../repo/types.ts';
-import { inputDelta, type InputDelta, type TargetModel, type TargetModeler } from './types.ts';
+import { inputDelta, shipped, type InputDelta, type TargetModel, type TargetModeler } from './types.ts';
 
 /**
  * The model over a history: which inputs of the target a commit (or a range) changed. A change
@@ -23,17 +23,22 @@ export class ModelHistory {
     return this.modeler.at(commit);
   }
 
-  /** The inputs changed from `from` to `to` (`from` undefined: the empty tree). */
-  changed(from: string | undefined, to: string): Promise<InputDelta[]> {
+  /**
+   * The inputs changed from `from` to `to` (`from` undefined: the empty tree) that reach the
+   * cluster; `raw`: every input changed, also those that ship only with another change
+   * (`shipsWith`), to tell which commit made each part of a range's change.
+   */
+  async changed(from: string | undefined, to: string, opts: { raw?: boolean } = {}): Promise<InputDelta[]> {
     const key = `${from ?? ''}..${to}`;
     let p = this.deltas.get(key);
     if (!p) this.deltas.set(key, (p = this.compute(from, to)));
-    return p;
+    const raw = await p;
+    return opts.raw ? raw : shipped(raw);
   }
 
   /** What a commit changed against its first parent. */
-  commit(c: CommitInfo): Promise<InputDelta[]> {
-    return this.changed(c.parents[0], c.oid);
+  commit(c: CommitInfo, opts: { raw?: boolean } = {}): Promise<InputDelta[]> {
+    return this.changed(c.parents[0], c.oid, opts);
   }
 
   /** True when the commit changed an input of the target against its first parent. */
@@ -43,11 +48,11 @@ export class ModelHistory {
 
   private async compute(from: string | undefined, to: string): Promise<InputDelta[]> {
     const after = await this.modeler.at(to);
-    if (!from) return [...after.inputs.values()].map((i) => ({ path: i.path, after: i.digest, role: i.role }));
+    if (!from) return [...after.inputs.values()].map((i) => ({ path: i.path, after: i.digest, role: i.role, ...(i.shipsWith ? { shipsWith: i.shipsWith } : {}) }));
     const before = await this.modeler.at(from);
     // nothing the models depend on changed: the same model
     if (await this.sameEntries(from, to, [...new Set([...before.regions, ...after.regions])])) return [];
-    const delta = inputDelta(before, after);
+    const delta = inputDelta(before, after, { raw: true });
     const out: InputDelta[] = [];
     for (const d of delta) if (!(await this.sameEntries(from, to, [d.path]))) out.push(d);
     return out;

@@ -36,6 +36,12 @@ export interface ModelInput {
    */
   digest: string;
   role: InputRole;
+  /**
+   * The input whose change makes this one reach the cluster, when a change of this one alone ships
+   * nothing: a git chart's templates under helm-controller's `reconcileStrategy: ChartVersion`
+   * ship only when `Chart.yaml`'s version changes (source-controller builds no new artifact before).
+   */
+  shipsWith?: string;
 }
 
 /** A place that sets something that can fail: an image, a chart version, Helm values. */
@@ -104,16 +110,28 @@ export interface InputDelta {
   before?: string;
   after?: string;
   role: InputRole;
+  shipsWith?: string;
 }
 
-/** The inputs that differ between two models, sorted by path. */
-export function inputDelta(a: TargetModel, b: TargetModel): InputDelta[] {
+/**
+ * The inputs that differ between two models, sorted by path. An input that ships only with
+ * another (`shipsWith`) counts only when that one differs too, unless `raw` (which commit made
+ * each change, before asking what shipped).
+ */
+export function inputDelta(a: TargetModel, b: TargetModel, opts: { raw?: boolean } = {}): InputDelta[] {
   const out: InputDelta[] = [];
   for (const path of [...new Set([...a.inputs.keys(), ...b.inputs.keys()])].sort()) {
     const x = a.inputs.get(path);
     const y = b.inputs.get(path);
     if (x && y && x.digest === y.digest) continue;
-    out.push({ path, ...(x ? { before: x.digest } : {}), ...(y ? { after: y.digest } : {}), role: (y ?? x)!.role });
+    const shipsWith = (y ?? x)!.shipsWith;
+    out.push({ path, ...(x ? { before: x.digest } : {}), ...(y ? { after: y.digest } : {}), role: (y ?? x)!.role, ...(shipsWith ? { shipsWith } : {}) });
   }
-  return out;
+  return opts.raw ? out : shipped(out);
+}
+
+/** Drops the changes that ship only with another change absent from the same delta. */
+export function shipped(delta: InputDelta[]): InputDelta[] {
+  const paths = new Set(delta.map((d) => d.path));
+  return delta.filter((d) => !d.shipsWith || paths.has(d.shipsWith));
 }
