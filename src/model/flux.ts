@@ -1,9 +1,12 @@
-import type { KubeObject } from '../observe/types.ts';
 import { parseImageRef } from '../history/image-ref.ts';
-import { KUSTOMIZATION_FILES, loadAllSafe, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
+import type { KubeObject } from '../observe/types.ts';
+import { groupKind } from '../observe/types.ts';
+import { KUSTOMIZATION_FILES, loadAllSafe, nodesOf, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
+import { describeRef, registerEngine } from './registry.ts';
+import { scopeGraph, settersOf } from './scope.ts';
 import { sourceIgnore } from './sourceignore.ts';
-import { clean, joinInside, type TreeView } from './tree.ts';
-import type { Setter } from './types.ts';
+import { joinInside, type TreeView } from './tree.ts';
+import type { ModelInput, Setter } from './types.ts';
 
 /**
  * What Flux's kustomize-controller builds for a Kustomization (research/render.md §1):
@@ -145,4 +148,41 @@ function imageTexts(patch: string): string[] {
   return out;
 }
 
-export { clean };
+
+const FLUX_KUSTOMIZATION = 'kustomize.toolkit.fluxcd.io/Kustomization';
+const GIT_REPOSITORY = 'source.toolkit.fluxcd.io/GitRepository';
+
+/** `.sourceignore` files that may appear above a Flux root and change its artifact. */
+function ancestorIgnoreFiles(root: string): string[] {
+  const parts = root ? root.split('/') : [];
+  return parts.map((_, i) => [...parts.slice(0, i), '.sourceignore'].join('/'));
+}
+
+registerEngine({
+  kind: FLUX_KUSTOMIZATION,
+  engine: 'flux',
+  describe: describeFlux,
+  unusable: (k) => (k.spec && typeof k.spec === 'object' && 'sourceRef' in k.spec ? undefined : `${describeRef(k)} has no spec here (an event carries only its status)`),
+  async build(view, k, scope, observed) {
+    const ref = k.spec?.sourceRef ?? {};
+    const repo = observed.find((o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.metadata.name === ref.name && (o.metadata.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));
+    const graph = await fluxGraph(view, k, repo);
+    const scoped = await scopeGraph(view, graph.root, scope);
+    const inputs = new Map<string, ModelInput>(scoped.inputs.map((i) => [i.path, i]));
+    for (const f of graph.ignoreFiles) inputs.set(f.path, { path: f.path, digest: f.oid, role: 'config' });
+    const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
+    const files = new Map([...graph.files].map(([p, f]) => [p, f.oid]));
+    return {
+      engine: 'flux',
+      describe: describeFlux(k),
+      inputs,
+      setters,
+      opaque: [...graph.opaque, ...scoped.notes],
+      missing: graph.missing,
+      builds: scoped.builds,
+      regions: [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])],
+      render: { engine: 'flux', root: graph.rootDir, files, flux: { spec: (k.spec ?? {}) as Record<string, unknown>, ...(graph.generated ? { generatedResources: graph.generated } : {}) } },
+    };
+  },
+});
+

@@ -2,9 +2,9 @@ import type { ResolvedTarget } from '../config/schema.ts';
 import type { KubeObject, Observed } from '../observe/types.ts';
 import { groupKind } from '../observe/types.ts';
 import type { FileChange, RepoReader } from '../repo/types.ts';
-import { describeFlux, fluxGraph } from './flux.ts';
-import { nodesOf } from './kustomize.ts';
-import { inPaths, scopeGraph, settersOf, type TargetScope } from './scope.ts';
+import './flux.ts';
+import { modelers, refiners, type EngineModeler, type EngineRefiner } from './registry.ts';
+import { inPaths, settersOf, type TargetScope } from './scope.ts';
 import { ObjectCache, TreeView } from './tree.ts';
 import type { EngineKind, ModelInput, TargetModel, TargetModeler } from './types.ts';
 
@@ -19,79 +19,6 @@ export { inputDelta } from './types.ts';
  * target's paths, as lastgood judged before it modelled engines, and says so.
  */
 
-/** One engine: how to model what its object builds. */
-export interface EngineModeler {
-  /** group/Kind of the engine object */
-  kind: string;
-  engine: EngineKind;
-  describe(object: KubeObject): string;
-  /** undefined when the object tells what is needed; else why not (an event-made object has no spec) */
-  unusable(object: KubeObject): string | undefined;
-  /** the model at one revision; `observed` gives related objects (the GitRepository, a HelmRelease's Kustomization) */
-  build(view: TreeView, object: KubeObject, scope: TargetScope, observed: KubeObject[]): Promise<TargetModel>;
-}
-
-/**
- * An engine object that refines another engine's model (a HelmRelease applied by a Kustomization:
- * its chart and values are set by files that Kustomization reads); runs after the primary engine.
- */
-export interface EngineRefiner {
-  kind: string;
-  describe(object: KubeObject): string;
-  unusable(object: KubeObject): string | undefined;
-  refine(view: TreeView, object: KubeObject, base: TargetModel, scope: TargetScope, observed: KubeObject[]): Promise<TargetModel>;
-}
-
-const modelers = new Map<string, EngineModeler>();
-const refiners = new Map<string, EngineRefiner>();
-
-export function registerEngine(m: EngineModeler): void {
-  modelers.set(m.kind, m);
-}
-export function registerRefiner(r: EngineRefiner): void {
-  refiners.set(r.kind, r);
-}
-
-const FLUX_KUSTOMIZATION = 'kustomize.toolkit.fluxcd.io/Kustomization';
-const GIT_REPOSITORY = 'source.toolkit.fluxcd.io/GitRepository';
-
-registerEngine({
-  kind: FLUX_KUSTOMIZATION,
-  engine: 'flux',
-  describe: describeFlux,
-  unusable: (k) => (k.spec && typeof k.spec === 'object' && 'sourceRef' in k.spec ? undefined : `${describeRef(k)} has no spec here (an event carries only its status)`),
-  async build(view, k, scope, observed) {
-    const ref = k.spec?.sourceRef ?? {};
-    const repo = observed.find((o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.metadata.name === ref.name && (o.metadata.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));
-    const graph = await fluxGraph(view, k, repo);
-    const scoped = await scopeGraph(view, graph.root, scope);
-    const inputs = new Map<string, ModelInput>(scoped.inputs.map((i) => [i.path, i]));
-    for (const f of graph.ignoreFiles) inputs.set(f.path, { path: f.path, digest: f.oid, role: 'config' });
-    const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
-    const files = new Map([...graph.files].map(([p, f]) => [p, f.oid]));
-    return {
-      engine: 'flux',
-      describe: describeFlux(k),
-      inputs,
-      setters,
-      opaque: [...graph.opaque, ...scoped.notes],
-      missing: graph.missing,
-      builds: scoped.builds,
-      regions: [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])],
-      render: { engine: 'flux', root: graph.rootDir, files, flux: { spec: (k.spec ?? {}) as Record<string, unknown>, ...(graph.generated ? { generatedResources: graph.generated } : {}) } },
-    };
-  },
-});
-
-/** `.sourceignore` files that may appear above a Flux root and change its artifact. */
-function ancestorIgnoreFiles(root: string): string[] {
-  const parts = root ? root.split('/') : [];
-  return parts.map((_, i) => [...parts.slice(0, i), '.sourceignore'].join('/'));
-}
-
-function describeRef(o: KubeObject): string {
-  return `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
-}
 
 /** The target's own paths as the model (no engine object to follow). */
 async function pathsModel(view: TreeView, scope: TargetScope, why: string): Promise<TargetModel> {
@@ -138,7 +65,7 @@ export interface ModelerInput {
 }
 
 /** The engine kinds that are not the target's own objects in the repository. */
-const ENGINE_KINDS = new Set([FLUX_KUSTOMIZATION, 'argoproj.io/Application', GIT_REPOSITORY]);
+const ENGINE_KINDS = new Set(['kustomize.toolkit.fluxcd.io/Kustomization', 'argoproj.io/Application', 'source.toolkit.fluxcd.io/GitRepository']);
 
 /** A cached modeler for one target. */
 export function modelTarget(input: ModelerInput): TargetModeler {
@@ -202,3 +129,4 @@ export function inputsOutside(model: TargetModel, paths: string[]): ModelInput[]
 }
 
 export { ObjectCache, inPaths };
+export { registerEngine, registerRefiner, type EngineModeler, type EngineRefiner } from './registry.ts';
