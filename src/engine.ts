@@ -21,7 +21,7 @@ import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
 import { modelTarget, type TargetModeler } from './model/index.ts';
-import { verifyPlan } from './verify/model-check.ts';
+import { describeVerification, verifyPlan } from './verify/model-check.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -50,6 +50,8 @@ export interface TargetOutcome {
   error?: { code: ExitCode; message: string };
   /** dry run, or a plan the blast-radius guard refused: the change that would be written */
   diff?: string;
+  /** how the plan was checked against what the engine builds (src/verify): one line, and the rendered diff where a renderer ran */
+  checked?: { summary: string; rendered?: { summary: string; text: string; markdown: string } };
   diffStat?: string;
   message?: string;
 }
@@ -339,6 +341,12 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
       const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
       if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
+      if (!verification.refused) {
+        outcome.checked = { summary: describeVerification(verification) };
+        // the commit says what it was checked against
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
       if (verification.refused) {
         outcome.action = 'alert';
         outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
@@ -347,7 +355,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       }
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {
-        const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
+        const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
         change.pullRequest = { ...pr, ...opts.config.pullRequest };
       }
       if (opts.dryRun) {
@@ -381,7 +389,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
   }
 }
 
-function messageInput(opts: RevertOptions, located: Located, planned?: Planned) {
+function messageInput(opts: RevertOptions, located: Located, planned?: Planned, checked?: TargetOutcome['checked']) {
   return {
     target: opts.target.name,
     paths: opts.target.paths,
@@ -393,6 +401,7 @@ function messageInput(opts: RevertOptions, located: Located, planned?: Planned) 
     rejected: planned?.rejected ?? [],
     reason: opts.reason,
     now: opts.now,
+    ...(checked ? { checked } : {}),
   };
 }
 

@@ -68,7 +68,8 @@ export interface Graph {
   root: KNode;
   /** every file read, by path (the render materialises these) */
   files: Map<string, GraphFile>;
-  opaque: string[];
+  /** what the model cannot see into, with the folder of the kustomization that names it (a target's model says only its own) */
+  opaque: Array<{ dir: string; text: string }>;
   missing: string[];
 }
 
@@ -195,7 +196,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       // resources and the deprecated bases: a file, a kustomization folder, or a remote
       for (const entry of [...strings(doc.resources), ...strings(doc.bases)]) {
         if (isRemote(entry)) {
-          graph.opaque.push(`remote resource ${entry} in ${file?.path ?? nodeDir}: kustomize fetches it at build time`);
+          graph.opaque.push({ dir: nodeDir, text: `remote resource ${entry} in ${file?.path ?? nodeDir}: kustomize fetches it at build time` });
           node.resources.push({ kind: 'opaque', entry });
           continue;
         }
@@ -215,7 +216,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       }
       for (const entry of strings(doc.components)) {
         if (isRemote(entry)) {
-          graph.opaque.push(`remote component ${entry} in ${file?.path ?? nodeDir}`);
+          graph.opaque.push({ dir: nodeDir, text: `remote component ${entry} in ${file?.path ?? nodeDir}` });
           continue;
         }
         const target = joinInside(nodeDir, entry);
@@ -258,14 +259,14 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         for (const entry of Array.isArray(doc[field]) ? doc[field] : []) {
           if (isRec(entry) || (typeof entry === 'string' && entry.includes('\n'))) {
             const cfg = typeof entry === 'string' ? safeLoad(entry) : entry;
-            pluginConfig(cfg, `inline ${field} in ${file?.path ?? nodeDir}`);
+            pluginConfig(cfg, `inline ${field} in ${file?.path ?? nodeDir}`, nodeDir);
             if (typeof entry === 'string') node.inline.push(entry);
             else node.inline.push(JSON.stringify(entry));
             continue;
           }
           if (typeof entry !== 'string') continue;
           if (isRemote(entry)) {
-            graph.opaque.push(`remote ${field} entry ${entry} in ${file?.path ?? nodeDir}`);
+            graph.opaque.push({ dir: nodeDir, text: `remote ${field} entry ${entry} in ${file?.path ?? nodeDir}` });
             continue;
           }
           const target = joinInside(nodeDir, entry);
@@ -280,7 +281,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
           node.files.push(f);
           const configs = await view.parse('yaml-all', f.oid, loadAllSafe);
           for (const cfg of configs) {
-            pluginConfig(cfg, f.path);
+            pluginConfig(cfg, f.path, nodeDir);
             // a builtin config may itself load a file (PatchTransformer path, ReplacementTransformer path)
             if (isRec(cfg) && typeof cfg.path === 'string') await load(cfg.path, 'patch', `${String(cfg.kind)} path`);
           }
@@ -294,7 +295,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
           for (const chart of helmCharts) {
             if (typeof chart.valuesFile === 'string') await load(chart.valuesFile, 'values', 'Helm valuesFile');
             for (const v of strings(chart.additionalValuesFiles)) await load(v, 'values', 'Helm values file');
-            graph.opaque.push(`Helm chart ${String(chart.name ?? '?')} ${String(chart.version ?? '')} inflated by ${file?.path ?? nodeDir} (${chart.repo ? `from ${String(chart.repo)}` : 'a local chart'}): its templates are not modelled`);
+            graph.opaque.push({ dir: nodeDir, text: `Helm chart ${String(chart.name ?? '?')} ${String(chart.version ?? '')} inflated by ${file?.path ?? nodeDir} (${chart.repo ? `from ${String(chart.repo)}` : 'a local chart'}): its templates are not modelled` });
           }
         }
       }
@@ -304,9 +305,9 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     }
   };
 
-  const pluginConfig = (cfg: unknown, where: string) => {
+  const pluginConfig = (cfg: unknown, where: string, nodeDir: string) => {
     if (!isRec(cfg) || typeof cfg.kind !== 'string') return;
-    if (!BUILTIN_KINDS.has(cfg.kind)) graph.opaque.push(`plugin ${String(cfg.apiVersion ?? '')}/${cfg.kind} configured in ${where}: not a kustomize builtin, the model cannot see what it does`);
+    if (!BUILTIN_KINDS.has(cfg.kind)) graph.opaque.push({ dir: nodeDir, text: `plugin ${String(cfg.apiVersion ?? '')}/${cfg.kind} configured in ${where}: not a kustomize builtin, the model cannot see what it does` });
   };
 
   const root = await visit(dir, true);

@@ -21,6 +21,8 @@ function formatTarget(t: TargetOutcome, opts: { showDiff?: boolean }): string {
   if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.join(', ')}`);
   if (t.explanation) lines.push(`  found by: ${t.explanation}`);
   if (t.lastKnownGood) lines.push(`  last-known-good: ${t.lastKnownGood} (${t.lkg ?? (t.verified ? 'verified: observed healthy' : 'unverified')})`);
+  if (t.checked) lines.push(`  checked: ${t.checked.summary}`);
+  if (t.checked?.rendered) lines.push(`  rendered: ${t.checked.rendered.summary}`);
   if (t.error) lines.push(`  error (exit ${t.error.code}): ${t.error.message}`);
   for (const n of t.notes ?? []) lines.push(`  note: ${n}`);
   if (t.commit) lines.push(`  ${t.created === false ? 'existing commit' : 'new commit'}: ${t.commit}${t.branch ? ` on ${t.branch}` : ''}`);
@@ -28,6 +30,7 @@ function formatTarget(t: TargetOutcome, opts: { showDiff?: boolean }): string {
   if (t.diffStat && (t.commit || t.diff)) lines.push(...t.diffStat.split('\n').map((l) => `  ${l}`));
   // a dry run's diff on request; a plan that was refused (blast radius) is always shown
   if (t.diff && (opts.showDiff || t.action === 'alert')) lines.push('', t.diff);
+  if (t.checked?.rendered && opts.showDiff) lines.push('', t.checked.rendered.text);
   return lines.join('\n') + '\n';
 }
 
@@ -58,6 +61,7 @@ function jsonTarget(t: TargetOutcome): Record<string, unknown> {
   if (t.diff !== undefined) out.diff = t.diff;
   if (t.explanation) out.explanation = t.explanation;
   if (t.notes) out.notes = t.notes;
+  if (t.checked) out.checked = { summary: t.checked.summary, ...(t.checked.rendered ? { rendered: { summary: t.checked.rendered.summary, diff: t.checked.rendered.text } } : {}) };
   if (t.error) out.error = t.error;
   return out;
 }
