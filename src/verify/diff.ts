@@ -120,7 +120,7 @@ export function renderedDiff(head: RenderedObject[], reverted: RenderedObject[],
   const summary = diffs.length === 0
     ? 'The revert changes no rendered object.'
     : `The revert changes ${diffs.length} rendered object${diffs.length === 1 ? '' : 's'} (${count('changed')} changed, ${count('added')} added, ${count('removed')} removed)` +
-      (imageChanges.size ? `: ${[...imageChanges].sort().join(', ')}` : '') + '.';
+      (imageChanges.size ? `: ${listed([...imageChanges].sort(), 5)}` : '') + '.';
 
   const fit = (header: string, parts: Array<{ full: string; clipped: (room: number) => string }>): string => {
     let out = header;
@@ -173,6 +173,11 @@ export function renderedDiff(head: RenderedObject[], reverted: RenderedObject[],
     text: fit(`${summary}\n\n`, textParts),
     markdown: fit(`**Rendered diff**: ${summary}\n\n`, mdParts),
   };
+}
+
+/** the first `n` items, then "and K more" */
+function listed(items: string[], n: number): string {
+  return items.length <= n ? items.join(', ') : `${items.slice(0, n).join(', ')} and ${items.length - n} more`;
 }
 
 function escapeHtml(s: string): string {
