@@ -209,6 +209,8 @@ test('a build never reads outside the repository, nor anything remote: refused b
     [{ 'apps/x/kustomization.yaml': 'resources: [../base]\n', 'apps/base/kustomization.yaml': 'configMapGenerator:\n- name: c\n  files: [key=/etc/passwd]\n' }, /apps\/base\/kustomization\.yaml: configMapGenerator\[\]\.files entry \/etc\/passwd is outside the repository/],
     [{ 'apps/x/kustomization.yaml': 'patches:\n- path: ../../../secret.yaml\n' }, /patches\[\]\.path entry \.\.\/\.\.\/\.\.\/secret\.yaml is outside/],
     [{ 'apps/x/kustomization.yaml': 'resources: [https://github.com/acme/base//app?ref=v1]\n' }, /is remote: lastgood does not fetch remote bases/],
+    [{ 'apps/x/kustomization.yaml': 'transformers: [t.yaml]\n', 'apps/x/t.yaml': 'apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: ../../../../etc/passwd\n' }, /apps\/x\/kustomization\.yaml: plugin config path entry \.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd is outside/],
+    [{ 'apps/x/kustomization.yaml': 'generators:\n- |\n  apiVersion: builtin\n  kind: ConfigMapGenerator\n  metadata: {name: c}\n  files: [k=/root/.ssh/id_rsa]\n' }, /plugin config files entry \/root\/\.ssh\/id_rsa is outside/],
   ];
   for (const [files, want] of cases) {
     for (const engine of ['flux', 'argocd'] as const) {

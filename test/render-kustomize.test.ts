@@ -181,6 +181,10 @@ test('a patch from ../shared builds under Flux (LoadRestrictionsNone) and fails 
   }
   const relaxed = ok(t, await render(r, { files, root: 'apps/podinfo/prod', engine: 'argocd', argocd: { buildOptions: ['--load-restrictor LoadRestrictionsNone'] } }));
   t.is((relaxed.objects[0]!.object as { spec: { replicas: number } }).spec.replicas, 4);
+  // a builtin transformer config that loads ../shared: only what the build reads is written, this included
+  const viaTransformer = new Map([...files, ['apps/podinfo/prod/kustomization.yaml', enc('resources: [../base]\ntransformers: [replicas.yaml]\n')], ['apps/podinfo/prod/replicas.yaml', enc('apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: replicas}\npath: ../shared/replicas.yaml\n')]]);
+  const transformed = ok(t, await render(r, { files: viaTransformer, root: 'apps/podinfo/prod', engine: 'flux' }));
+  t.is((transformed.objects[0]!.object as { spec: { replicas: number } }).spec.replicas, 4);
 });
 
 test('helmCharts under Flux is reported as not buildable (no --enable-helm), not thrown', async (t) => {

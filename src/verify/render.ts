@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { mkdirSync, promises as fs, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { redact } from '../scrub.ts';
 import { applyArgoKustomize, argoBuildFlags, ArgoEditError } from './argocd.ts';
-import { confinementProblem } from './confine.ts';
+import { buildInputs } from './confine.ts';
 import { fluxGeneratedResources, fluxSubstitute, FluxSpecError, foldFluxSpec } from './flux.ts';
 import { KUSTOMIZATION_FILES, parseKustomization, writeKustomization } from './kustomization.ts';
 import { parseObjects, splitDocuments, type RenderedObject } from './objects.ts';
@@ -101,12 +101,14 @@ async function renderIn(base: string, renderer: Renderer, input: RenderInput, op
   // the tree as the engine sees it: regular files only
   const texts = new Map<string, string>();
   const dirs = new Set<string>(['']);
-  for (const [p, bytes] of input.files) {
+  const byDir = new Map<string, string[]>();
+  for (const p of input.files.keys()) {
     if (!isInside(p)) return { failed: `${p}: not a repository-relative path` };
-    const abs = path.join(repo, p);
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    await fs.writeFile(abs, bytes);
-    for (let d = path.posix.dirname(p); d !== '.'; d = path.posix.dirname(d)) dirs.add(d);
+    const parent = path.posix.dirname(p) === '.' ? '' : path.posix.dirname(p);
+    const inDir = byDir.get(parent);
+    if (inDir) inDir.push(p);
+    else byDir.set(parent, [p]);
+    for (let d = path.posix.dirname(p); d !== '.' && !dirs.has(d); d = path.posix.dirname(d)) dirs.add(d);
   }
   const readText = (p: string) => {
     if (texts.has(p)) return texts.get(p);
@@ -137,7 +139,6 @@ async function renderIn(base: string, renderer: Renderer, input: RenderInput, op
     // (a no-op sort, plugin/builtin/sortordertransformer) keeps the build's own order, as Flux's.
     if (kus.sortOptions === undefined) kus.sortOptions = { order: 'fifo' };
     texts.set(kfile, writeKustomization(kus));
-    await fs.writeFile(path.join(repo, kfile), texts.get(kfile)!);
     // generator.Build: LoadRestrictionsNone (fluxcd/pkg kustomize_generator.go L697-700)
     flags.push('--load-restrictor', 'LoadRestrictionsNone');
   } else {
@@ -147,14 +148,25 @@ async function renderIn(base: string, renderer: Renderer, input: RenderInput, op
     const edited = applyArgoKustomize(parseKustomization(readText(kfile)!, kfile), options, input.argocd?.env ?? {}, exists);
     if (edited) {
       texts.set(kfile, writeKustomization(edited));
-      await fs.writeFile(path.join(repo, kfile), texts.get(kfile)!);
     }
     // no buildOptions: `kustomize build <path>`, the default LoadRestrictionsRootOnly (kustomize.go L384-389)
     flags.push(...argoBuildFlags(input.argocd?.buildOptions ?? []));
   }
 
-  const problem = confinementProblem({ read: readText, isDir: (p) => dirs.has(p) }, rootRel);
-  if (problem) return { failed: problem };
+  const inputs = buildInputs({
+    read: readText,
+    isDir: (p) => dirs.has(p),
+    filesIn: (d) => [...(byDir.get(d) ?? []), ...[...texts.keys()].filter((t) => path.posix.dirname(t) === (d || '.'))],
+    filesUnder: (d) => [...input.files.keys()].filter((f) => d === '' || f.startsWith(`${d}/`)),
+  }, rootRel);
+  if (inputs.problem) return { failed: inputs.problem };
+  // only what the build may read is written (synchronously: many small files are written several
+  // times faster than with one await each); the root folder exists even when it holds nothing else
+  mkdirSync(dirPath, { recursive: true });
+  for (const p of [...inputs.files].sort()) {
+    mkdirSync(path.dirname(path.join(repo, p)), { recursive: true });
+    writeFileSync(path.join(repo, p), texts.get(p) ?? input.files.get(p)!);
+  }
 
   const [file, ...prefix] = renderer.command;
   const run = await runBounded(file!, [...prefix, dirPath, ...flags], {
