@@ -22,6 +22,7 @@ import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
 import { modelTarget, type TargetModeler } from './model/index.ts';
 import { describeVerification, verifyPlan } from './verify/model-check.ts';
+import { renderCheck, rendererFor } from './verify/render-check.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -352,6 +353,25 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
         outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
         outcome.diff = unifiedDiff(diffs);
         return;
+      }
+      // where a kustomize exists: render head, after and last-known-good as the engine builds them
+      const rendered = await renderCheck({
+        reader: repo, renderer: await rendererFor(opts.config.render?.kustomize), models: verification.models, files: change.files,
+        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}),
+      });
+      if ('refused' in rendered) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
+        return;
+      }
+      if ('skipped' in rendered) outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+      else {
+        outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
+        if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
       }
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {

@@ -290,6 +290,13 @@ export const ConfigSchema = z
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
     notify: Notify.optional(),
     controller: Controller.optional().describe('settings of `lastgood controller` (all optional)'),
+    render: z
+      .object({
+        kustomize: z.string().min(1).default('auto').describe('auto: kustomize, else kubectl kustomize, found on the PATH; off: never render; or the path of a kustomize (or kubectl) binary'),
+      })
+      .strict()
+      .optional()
+      .describe('the render check: build each planned revert as the engine would, with kustomize, before writing it'),
     targets: z.array(Target).min(1, 'at least one target is needed'),
   })
   .strict()
