@@ -5,6 +5,7 @@ import type { Config } from './config/schema.ts';
 import type { Report } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
+import { VERSION } from './version.ts';
 import type { Observed } from './observe/types.ts';
 
 /**
@@ -53,6 +54,12 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
 
 let exitCode: ExitCode = 0;
 
+// `lastgood health … | head`: a reader that stops early is not an error
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(exitCode);
+  throw error;
+});
+
 async function print(report: Report, json: boolean, showDiff = false): Promise<void> {
   const { formatReport, reportJson } = await import('./report/text.ts');
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff }));
@@ -66,7 +73,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 const program = new Command()
   .name('lastgood')
   .description('Turn a failed promotion in a Kubernetes cluster into a revert in the GitOps config repository.')
-  .version('0.1.0')
+  .version(VERSION)
   .exitOverride()
   .showHelpAfterError();
 
