@@ -227,17 +227,34 @@ program
 
 program
   .command('install')
-  .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -)")
+  .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -), or write them as a kustomize base")
   .requiredOption('--config <file>', 'lastgood.yaml')
-  .option('--image <image>', 'the controller image', undefined)
+  .option('--image <image>', 'the controller image (default: controller.image in the config)')
+  .option('--registry <registry>', `the registry the image was pushed to: REGISTRY/lastgood:${VERSION}`)
   .option('--namespace <name>', "the controller's namespace (default: controller.namespace, else lastgood)")
-  .action(async (o: { config: string; image?: string; namespace?: string }) => {
-    const { readFile } = await import('node:fs/promises');
+  .option('--ca-file <pem>', "a private CA's certificates (the git host's): mounted, and named in NODE_EXTRA_CA_CERTS")
+  .option('--kustomize <dir>', 'write a kustomize base into DIR (kubectl apply -k DIR; commit it for Flux or Argo CD) instead of printing')
+  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string }) => {
+    const { mkdir, readFile, writeFile } = await import('node:fs/promises');
     const config = await loadConfig(o.config);
+    let ca: { file: string; pem: string } | undefined;
+    if (o.caFile) {
+      try {
+        ca = { file: o.caFile, pem: await readFile(o.caFile, 'utf8') };
+      } catch (error) {
+        throw new InputError(`${o.caFile}: cannot read the CA bundle: ${(error as Error).message}`);
+      }
+    }
     const { installManifests } = await import('./controller/install.ts');
-    const out = await installManifests({ config, configText: await readFile(o.config, 'utf8'), ...(o.image ? { image: o.image } : {}), ...(o.namespace ? { namespace: o.namespace } : {}) });
+    const out = await installManifests({ config, configText: await readFile(o.config, 'utf8'), ...(o.image ? { image: o.image } : {}), ...(o.registry ? { registry: o.registry } : {}), ...(o.namespace ? { namespace: o.namespace } : {}), ...(ca ? { ca } : {}) });
     for (const w of out.warnings) process.stderr.write(`lastgood: warning: ${w}\n`);
-    process.stdout.write(out.yaml);
+    if (!o.kustomize) {
+      process.stdout.write(out.yaml);
+      return;
+    }
+    await mkdir(o.kustomize, { recursive: true });
+    for (const [name, text] of Object.entries(out.kustomize)) await writeFile(path.join(o.kustomize, name), text);
+    process.stdout.write(`${o.kustomize}: ${Object.keys(out.kustomize).join(', ')} (kubectl apply -k ${o.kustomize})\n`);
   });
 
 program
