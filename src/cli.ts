@@ -192,17 +192,15 @@ program
   .action(async (o: { config: string; target: string; bad?: string; to?: string; snapshot?: string[]; repo?: string; mode?: 'commit' | 'pull-request'; reason?: string; dryRun?: boolean; now?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
-    const { revertTarget, selectTargets } = await engine();
-    const { evidenceFor, verdictFor } = await import('./decide/verdict.ts');
-    const [target] = selectTargets(config, o.target);
+    const { personRevert, personRevertExitCode, selectTargets } = await engine();
+    selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
     const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
-    const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
+    const report = await personRevert({ config, observed, now, repo, target: o.target, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
     const { formatReport, reportJson } = await import('./report/text.ts');
     process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
-    exitCode = report.targets.some((t) => t.action === 'alert') ? 1 : 0;
+    exitCode = personRevertExitCode(report);
   });
 
 program
