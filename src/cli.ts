@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import type { Report } from './engine.ts';
@@ -31,12 +31,24 @@ async function parseNow(value: string | undefined): Promise<Date> {
 }
 
 /** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
-async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date): Promise<Observed[]> {
+async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date, cluster: ClusterFlags = {}): Promise<Observed[]> {
   if (snapshots && snapshots.length > 0) return readSnapshots(snapshots, { now });
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
   const { selectTargets } = await engine();
-  return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources));
+  return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources), cluster.kubeconfig, cluster.context);
+}
+
+/** --kubeconfig and --context, as kubectl, flux and argocd take them */
+interface ClusterFlags {
+  kubeconfig?: string;
+  context?: string;
+}
+
+function clusterOptions(command: Command): Command {
+  return command
+    .option('--kubeconfig <file>', 'the kubeconfig to read the cluster with (default: KUBECONFIG, ~/.kube/config, in-cluster)')
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)');
 }
 
 async function repoFor(config: Config, configFile: string, repoFlag: string | undefined) {
@@ -61,8 +73,9 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 });
 
 async function print(report: Report, json: boolean, showDiff = false): Promise<void> {
-  const { formatReport, reportJson } = await import('./report/text.ts');
-  process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff }));
+  const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
+  const tty = terminalStyle(process.stdout, process.env);
+  process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
   for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${redact(t.error.message)}\n`);
   exitCode = (await engine()).exitCodeFor(report);
@@ -98,8 +111,8 @@ program
     }
   });
 
-program
-  .command('check')
+clusterOptions(program
+  .command('check'))
   .description('the verdict and decision for each target, without writing anything (except --record)')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
@@ -107,10 +120,10 @@ program
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--record', 'record a verified last-known-good note for every healthy target')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean }) => {
+  .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
-    const observed = await observe(o.snapshot, config, o.target, now);
+    const observed = await observe(o.snapshot, config, o.target, now, o);
     const { checkReport, recordHealthy } = await engine();
     const { targets } = checkReport({ config, observed, now, target: o.target });
     if (o.record) {
@@ -153,8 +166,8 @@ program
     }
   });
 
-program
-  .command('run')
+clusterOptions(program
+  .command('run'))
   .description('check every target and revert those whose policy says so')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
@@ -164,12 +177,12 @@ program
   .option('--dry-run', 'print the plan and the diff, write nothing')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean }) => {
+  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
-    const observed = await observe(o.snapshot, config, o.target, now);
+    const observed = await observe(o.snapshot, config, o.target, now, o);
     const repo = await repoFor(config, o.config, o.repo);
     const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
     await print(report, Boolean(o.json), Boolean(o.dryRun));
@@ -198,8 +211,9 @@ program
     const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
     const repo = await repoFor(config, o.config, o.repo);
     const report = await personRevert({ config, observed, now, repo, target: o.target, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
-    const { formatReport, reportJson } = await import('./report/text.ts');
-    process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
+    const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
+    const tty = terminalStyle(process.stdout, process.env);
+    process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun), ...(tty ? { tty } : {}) }));
     exitCode = personRevertExitCode(report);
   });
 
@@ -212,15 +226,15 @@ program
     process.stdout.write(`${o.config}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`);
   });
 
-program
-  .command('controller')
+clusterOptions(program
+  .command('controller'))
   .description('watch the cluster and revert failed promotions as they happen (runs until SIGTERM)')
   .requiredOption('--config <file>', 'lastgood.yaml')
-  .action(async (o: { config: string }) => {
+  .action(async (o: { config: string } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const repo = await repoFor(config, o.config, undefined);
     const { runController } = await import('./controller/main.ts');
-    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info') });
+    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info'), kubeconfig: o.kubeconfig, context: o.context });
   });
 
 program
@@ -261,6 +275,27 @@ program
   .action(async () => {
     const { configJsonSchema } = await import('./config/schema.ts');
     process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + '\n');
+  });
+
+program
+  .command('completion')
+  .description('print a shell completion script: source <(lastgood completion bash)')
+  .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+  .action(async (shell: 'bash' | 'zsh' | 'fish') => {
+    const { completionScript } = await import('./completion.ts');
+    const commands = program.commands.map((c) => ({
+      name: c.name(),
+      description: c.description(),
+      fileArguments: c.registeredArguments.some((a) => /file/i.test(a.description)),
+      options: c.options.filter((o) => o.long).map((o) => ({
+        flag: o.long!,
+        description: o.description,
+        value: o.required || o.optional,
+        file: /<(file|path|pem|dir)/.test(o.flags) || /<path\|url>/.test(o.flags),
+        ...(o.argChoices ? { choices: o.argChoices } : {}),
+      })),
+    }));
+    process.stdout.write(completionScript(shell, commands));
   });
 
 try {
