@@ -6,6 +6,7 @@ import type { Report } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
 import { VERSION } from './version.ts';
+import { progressReporter } from './report/progress.ts';
 import type { Observed } from './observe/types.ts';
 
 /**
@@ -51,7 +52,8 @@ function clusterOptions(command: Command): Command {
     .option('--context <name>', 'the kubeconfig context to use (default: its current-context)');
 }
 
-async function repoFor(config: Config, configFile: string, repoFlag: string | undefined) {
+/** The repository backend; `progress`: show a long fetch's progress on stderr (not in the controller, whose stderr is its JSON log). */
+async function repoFor(config: Config, configFile: string, repoFlag: string | undefined, progress = true) {
   return openRepo({
     location: repoFlag ?? config.repo.url,
     relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
@@ -60,6 +62,9 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     repo: config.repo,
     // what a backend warns of outside a delivery (credentials over plain http, a reviewer not requested)
     onWarning: (message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`),
+    // a fetch that takes over a second shows its progress on stderr — a terminal's, as git does, or
+    // any with LASTGOOD_PROGRESS=1 (LASTGOOD_PROGRESS_AFTER_MS: after how long)
+    ...(progress && (process.stderr.isTTY || process.env.LASTGOOD_PROGRESS === '1') ? { onProgress: progressReporter({ write: (text) => process.stderr.write(text), tty: Boolean(process.stderr.isTTY), afterMs: Number(process.env.LASTGOOD_PROGRESS_AFTER_MS ?? 1000) }) } : {}),
     ...(repoFlag ? { fromFlag: true } : { configFile }),
   });
 }
@@ -232,7 +237,7 @@ clusterOptions(program
   .requiredOption('--config <file>', 'lastgood.yaml')
   .action(async (o: { config: string } & ClusterFlags) => {
     const config = await loadConfig(o.config);
-    const repo = await repoFor(config, o.config, undefined);
+    const repo = await repoFor(config, o.config, undefined, false);
     const { runController } = await import('./controller/main.ts');
     exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info'), kubeconfig: o.kubeconfig, context: o.context });
   });
