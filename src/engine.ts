@@ -269,6 +269,38 @@ export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target
   reason?: string;
 }
 
+export interface PersonRevertOptions extends Omit<RevertOptions, 'target' | 'verdict' | 'hook'> {
+  /** the target's name */
+  target: string;
+}
+
+/**
+ * A person's explicit revert, whichever door it comes through (`lastgood revert`, the Action's
+ * `bad` input on a workflow_dispatch). A person decided, so the automatic guards — confirmations,
+ * policy waits, maxAge, cooldown, settle, freeze and hold — do not hold it back: decide is not
+ * asked. The blast-radius guard still does (revertInto), and so does "no revert of a revert".
+ * The bad commit is named (`bad`), or located from the observed objects as `run` would.
+ */
+export async function personRevert(opts: PersonRevertOptions): Promise<Report> {
+  const [target] = selectTargets(opts.config, opts.target);
+  if (!opts.bad && opts.observed.length === 0) throw new InputError('a revert by hand needs the bad commit, or the cluster state to locate it from');
+  const verdict = verdictFor(target!, evidenceFor(target!, opts.observed, opts.now), opts.now);
+  return revertTarget({ ...opts, target: target!, verdict });
+}
+
+/**
+ * The exit code of a revert a person asked for: 1 when it was not made (the blast-radius guard
+ * refused it, it was impossible), else the worst target error, else 0.
+ */
+export function personRevertExitCode(report: Report): ExitCode {
+  let code: ExitCode = 0;
+  for (const t of report.targets) {
+    const mine: ExitCode = t.error ? t.error.code : t.action === 'alert' ? 1 : 0;
+    if (mine > code) code = mine;
+  }
+  return code;
+}
+
 /** `lastgood revert`: a person decided; locate (or take --bad/--to), plan and deliver. */
 export async function revertTarget(opts: RevertOptions): Promise<Report> {
   const outcome = baseOutcome(opts.verdict, { action: 'revert', reason: opts.reason ? `requested: ${opts.reason}` : 'requested by a person' });

@@ -215,6 +215,7 @@ export const Controller = z
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
     concurrency: z.number().int().min(1).max(16).default(2).describe('how many targets may do repository work (revert, record) at once'),
+    image: z.string().min(1).optional().describe('the controller image `lastgood install` writes into the Deployment (its --image and --registry flags take precedence)'),
   })
   .strict();
 
