@@ -63,7 +63,11 @@ test('the worked example: its commands, run as written, print what the README sh
   // the repository's history, then the run's report, as the two plain blocks after the commands show them
   const [history, report] = blocks.filter((b) => b.lang === '').map((b) => b.body);
   t.deepEqual(showsInOrder(outputs[0]!, history!.replace(/\s+←.*$/gm, '')), [], outputs[0]);
-  t.deepEqual(showsInOrder(outputs.at(-1)!, report!), [], outputs.at(-1));
+  // the render lines appear only where kustomize or kubectl is installed (the render check)
+  const rendering = !/the render check was not possible/.test(outputs.at(-1)!);
+  if (!rendering) t.log('the render lines of the worked example were not checked: no kustomize or kubectl here (the report says so)');
+  const expected = rendering ? report! : report!.split('\n').filter((l) => !/^ {2}(rendered:|note: rendered)/.test(l)).join('\n');
+  t.deepEqual(showsInOrder(outputs.at(-1)!, expected), [], outputs.at(-1));
   const again = sh(dir, commands.at(-1)!);
   t.regex(again, /^ {2}existing commit: [0-9a-f]{40}/m, 'the second run finds its own commit');
 });
