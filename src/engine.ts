@@ -15,7 +15,6 @@ import type { Observed } from './observe/types.ts';
 import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './repo/types.ts';
 import { diffChange, diffStat, unifiedDiff } from './revert/diff.ts';
 import { commitMessage, evidenceLine, lkgPhrase, pullRequestText } from './revert/message.ts';
-import { newestVerified } from './history/notes.ts';
 import type { Evaluation } from './decide/tracker.ts';
 import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
@@ -142,7 +141,7 @@ export async function run(opts: RunOptions): Promise<Report> {
       let guards = opts.guards?.get(target.name);
       if (!guards && (verdict.verdict === 'failed' || verdict.verdict === 'stuck')) {
         head ??= await opts.repo.head(opts.config.repo.branch);
-        guards = await gatherGuards({ repo: opts.repo, config: opts.config, target, verdict, head });
+        guards = await gatherGuards({ repo: opts.repo, config: opts.config, target, verdict, head, now: opts.now });
       }
       const decision = decisionFor(target, verdict, opts, guards);
       outcome = baseOutcome(verdict, decision);
@@ -162,9 +161,9 @@ export async function run(opts: RunOptions): Promise<Report> {
 }
 
 /** What the repository says about a target's past reverts, for decide's guards (reads only). */
-export async function gatherGuards(opts: { repo: RepoBackend; config: Config; target: ResolvedTarget; verdict: Verdict; head?: string }): Promise<RepoGuards> {
+export async function gatherGuards(opts: { repo: RepoBackend; config: Config; target: ResolvedTarget; verdict: Verdict; head?: string; now: Date }): Promise<RepoGuards> {
   const head = opts.head ?? (await opts.repo.head(opts.config.repo.branch));
-  return repoGuards({ reader: opts.repo, head, target: opts.target, evidence: opts.verdict.evidence });
+  return repoGuards({ reader: opts.repo, head, target: opts.target, evidence: opts.verdict.evidence, now: opts.now });
 }
 
 export interface TrackedRunOptions extends Omit<RunOptions, 'target' | 'observations' | 'guards'> {
@@ -543,8 +542,7 @@ async function preferVerified(repo: RepoBackend, located: Located, target: Resol
   if (!store || located.alreadyRevertedBy) return;
   const records = await store.list(target.name);
   if (records.length === 0) return;
-  const candidates = await firstParentLog(repo, located.lastKnownGood, { limit: 1000 });
-  const verified = newestVerified(records, target.name, candidates.map((c) => c.oid));
+  const verified = await newestRecorded(repo, located.lastKnownGood, new Set(records.filter((r) => r.target === target.name).map((r) => r.commit)));
   if (!verified) return;
   const between = await firstParentLog(repo, located.lastKnownGood, { paths: target.paths, exclude: verified });
   if (between.length === 0) {
@@ -558,6 +556,16 @@ async function preferVerified(repo: RepoBackend, located: Located, target: Resol
   } else {
     located.explanation += `; the newest verified revision is ${verified.slice(0, 12)}, ${between.length} unverified commit${between.length === 1 ? '' : 's'} to these paths after it are kept`;
   }
+}
+
+/** The newest first-parent commit from `from` (the last-known-good, inclusive) that has a record: the walk stops there (at most 1,000 commits). */
+async function newestRecorded(repo: RepoBackend, from: string, recorded: Set<string>): Promise<string | undefined> {
+  let oid: string | undefined = from;
+  for (let n = 0; oid && n < 1000 && recorded.size > 0; n++) {
+    if (recorded.has(oid)) return oid;
+    oid = (await repo.readCommit(oid)).parents[0];
+  }
+  return undefined;
 }
 
 export interface RecordOutcome {
@@ -609,8 +617,8 @@ export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; fa
 async function findExistingRevert(repo: RepoBackend, head: string, target: ResolvedTarget, located: Located): Promise<string | undefined> {
   const newestBad = located.bad[0];
   if (!newestBad) return undefined;
-  // a revert always changes the target's paths: only those commits need reading (one listing on GitHub)
-  const since = await firstParentLog(repo, head, { paths: target.paths, exclude: newestBad.oid, limit: 1000 });
+  // the branch's commits since the bad one, read for their trailers only (no tree is read)
+  const since = await firstParentLog(repo, head, { exclude: newestBad.oid, limit: 1000 });
   return since.find((c) => lastgoodTarget(c.message) === target.name && revertedBy(c.message).includes(newestBad.oid))?.oid;
 }
 

@@ -341,7 +341,7 @@ export function createController(opts: ControllerOptions): Controller {
     const tlog = slot.log.child({ revision });
     let guards: RepoGuards;
     try {
-      guards = slot.guards?.key === key && slot.guards.until > now ? slot.guards.guards : await gatherGuards({ repo, config, target: slot.target, verdict });
+      guards = slot.guards?.key === key && slot.guards.until > now ? slot.guards.guards : await gatherGuards({ repo, config, target: slot.target, verdict, now: new Date(now) });
     } catch (error) {
       failed(slot, key, error, tlog);
       return;

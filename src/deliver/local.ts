@@ -10,6 +10,7 @@ import { openLocalNotes } from './local-notes.ts';
 import { lastgoodTarget } from '../history/trailers.ts';
 import { compareAndSwapRef, LockFile, objectWritingFs, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
 import { checkEntryName, entryAt, filesUnder, joinPath } from './tree-walk.ts';
+import { MissingObjectError, ObjectStore, parseCommit, parseTree } from './object-store.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../repo/types.ts';
 
 interface Layout {
@@ -38,20 +39,44 @@ export function findLayout(repoPath: string): Layout {
 
 const SYMLINK = '120000';
 const TREE = '040000';
+/** Parsed trees and commits kept per repository: enough for a revert's walks, bounded for a large one. */
+const TREES_KEPT = 20_000;
+const COMMITS_KEPT = 50_000;
+
+/** A Map that forgets its oldest entries past `limit`. */
+class BoundedMap<K, V> extends Map<K, V> {
+  private readonly limit: number;
+  constructor(limit: number) {
+    super();
+    this.limit = limit;
+  }
+  override set(key: K, value: V): this {
+    super.set(key, value);
+    if (this.size > this.limit) this.delete(this.keys().next().value as K);
+    return this;
+  }
+}
+
+function notA(want: string, oid: string, is: string): never {
+  throw new InputError(`${oid} is a ${is}, not a ${want}`);
+}
 
 /**
- * Local repository backend on isomorphic-git: reads and writes the object database directly,
- * so a bare repository works as well as a working copy. One shared cache per repository
- * (isomorphic-git docs/cache.md: without it, every call re-parses the packfiles).
+ * Local repository backend: reads the object database directly (object-store.ts: packs through
+ * their index, native zlib, bounded memory) and writes it with isomorphic-git, so a bare
+ * repository works as well as a working copy. isomorphic-git keeps one shared cache per
+ * repository for what it still reads (docs/cache.md: without it, every call re-parses the packfiles).
  */
 export class LocalRepo implements RepoBackend {
   readonly kind = 'local';
   readonly description: string;
   readonly layout: Layout;
   readonly cache: object = {};
-  private readonly trees = new Map<string, TreeItem[]>();
-  /** commits and trees are immutable: parsed once per backend */
-  private readonly commits = new Map<string, CommitInfo>();
+  /** the object database, read directly */
+  readonly objects: ObjectStore;
+  /** commits and trees are immutable: the recently parsed ones are kept (a bounded number) */
+  private readonly trees = new BoundedMap<string, TreeItem[]>(TREES_KEPT);
+  private readonly commits = new BoundedMap<string, CommitInfo>(COMMITS_KEPT);
   /** branch heads whose working copy was found consistent (see refuseHalfUpdatedWorkingCopy) */
   private readonly consistentHeads = new Set<string>();
   /** isomorphic-git's object writers through this fs write each loose object whole (refs.ts) */
@@ -61,6 +86,7 @@ export class LocalRepo implements RepoBackend {
     this.layout = findLayout(repoPath);
     this.description = repoPath;
     this.objectFs = objectWritingFs(this.layout.gitdir);
+    this.objects = new ObjectStore(this.layout.gitdir);
   }
 
   private get base() {
@@ -82,27 +108,18 @@ export class LocalRepo implements RepoBackend {
   async resolveCommit(shaOrPrefix: string): Promise<string | undefined> {
     const sha = shaOrPrefix.toLowerCase();
     if (!/^[0-9a-f]{4,40}$/.test(sha)) return undefined;
-    try {
-      const oid = sha.length === 40 ? sha : await git.expandOid({ ...this.base, oid: sha });
-      await git.readCommit({ ...this.base, oid });
-      return oid;
-    } catch {
-      return undefined;
-    }
+    const oid = this.objects.expand(sha);
+    if (!oid) return undefined;
+    return this.objects.tryRead(oid)?.type === 'commit' ? oid : undefined;
   }
 
   async readCommit(oid: string): Promise<CommitInfo> {
     const known = this.commits.get(oid);
     if (known) return known;
-    const { commit } = await git.readCommit({ ...this.base, oid });
-    const info: CommitInfo = {
-      oid,
-      parents: commit.parent,
-      message: commit.message,
-      tree: commit.tree,
-      author: { ...commit.author },
-      committer: { ...commit.committer },
-    };
+    const o = this.objects.read(oid);
+    if (o.type !== 'commit') throw new InputError(`${oid} is a ${o.type}, not a commit`);
+    const c = parseCommit(o.content, oid);
+    const info: CommitInfo = { oid, parents: c.parents, message: c.message, tree: c.tree, author: c.author, committer: c.committer };
     this.commits.set(oid, info);
     return info;
   }
@@ -129,8 +146,9 @@ export class LocalRepo implements RepoBackend {
   private async readTreeEntries(oid: string): Promise<TreeItem[]> {
     let entries = this.trees.get(oid);
     if (!entries) {
-      const { tree } = await git.readTree({ ...this.base, oid });
-      entries = tree.map((e) => ({ path: e.path, oid: e.oid, mode: e.mode, type: e.type }));
+      const o = this.objects.read(oid);
+      // a commit names its tree: isomorphic-git's readTree peels it, and so does this
+      entries = parseTree(o.type === 'commit' ? this.objects.read(parseCommit(o.content, oid).tree).content : o.type === 'tree' ? o.content : notA('tree', oid, o.type), oid);
       this.trees.set(oid, entries);
     }
     return entries;
@@ -141,12 +159,34 @@ export class LocalRepo implements RepoBackend {
   }
 
   async readBlob(oid: string): Promise<Uint8Array> {
-    return (await git.readBlob({ ...this.base, oid })).blob;
+    const o = this.objects.read(oid);
+    return o.type === 'blob' ? o.content : notA('blob', oid, o.type);
   }
 
+  /** Whether `ancestor` is reachable from `descendant`: a walk of the whole graph below it (exact, as isomorphic-git's isDescendent). */
   async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
     if (ancestor === descendant) return true;
-    return git.isDescendent({ ...this.base, oid: descendant, ancestor, depth: -1 });
+    const seen = new Set<string>([descendant]);
+    const stack = [descendant];
+    while (stack.length) {
+      const oid = stack.pop()!;
+      let c: CommitInfo;
+      try {
+        c = await this.readCommit(oid);
+      } catch (error) {
+        // a shallow repository's boundary: the commits below it are not there
+        if (error instanceof MissingObjectError && oid !== descendant) continue;
+        throw error;
+      }
+      for (const p of c.parents) {
+        if (p === ancestor) return true;
+        if (!seen.has(p)) {
+          seen.add(p);
+          stack.push(p);
+        }
+      }
+    }
+    return false;
   }
 
   /** Writes the change's tree and commit objects (each whole or not at all); returns the new commit oid. Refs untouched. */

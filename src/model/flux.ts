@@ -51,7 +51,7 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
   const rootDir = joinInside('', String(spec.path ?? './')) ?? '';
   const repoSpec: Rec = isRec(gitRepository?.spec) ? gitRepository.spec : {};
   const ignore = await sourceIgnore(view, rootDir, typeof repoSpec.ignore === 'string' ? repoSpec.ignore : undefined);
-  const rules: WalkRules = { engine: 'Flux', symlinks: 'drop', load: 'anywhere', ignored: ignore.ignored, helm: false };
+  const rules: WalkRules = { engine: 'Flux', symlinks: 'drop', load: 'anywhere', ignored: ignore.ignored, helm: false, memoKey: `flux|${ignore.key}` };
   let generated: string[] | undefined;
   const scanErrors: string[] = [];
   const graph = await walkGraph(view, rootDir, rules, async () => {
@@ -87,29 +87,65 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
 /**
  * Flux's generated kustomization: every YAML file below `dir` (walk order), a sub-folder with a
  * kustomization file as a folder resource, not descended into; a file that is not Kubernetes YAML
- * fails the build ("failed to decode Kubernetes YAML from …").
+ * fails the build ("failed to decode Kubernetes YAML from …"). Depends on everything below `dir`;
+ * each folder's part is remembered by its tree oid, so a revision costs its changed folders only.
  */
 async function scanManifests(view: TreeView, dir: string, rules: WalkRules): Promise<{ resources: string[]; errors: string[] }> {
   const resources: string[] = [];
   const errors: string[] = [];
+  const relOf = (path: string) => `./${path.slice(dir ? dir.length + 1 : 0)}`;
+  const decodeError = (path: string) => `failed to decode Kubernetes YAML from ${path}: Flux's generated kustomization takes every YAML file under spec.path (exclude it with .sourceignore)`;
+  const isKube = async (oid: string) => {
+    const docs = await view.parse('yaml-all', oid, loadAllSafe);
+    return docs.every((d) => isRec(d) && typeof d.apiVersion === 'string' && typeof d.kind === 'string');
+  };
+  const hasKustomization = (entries: Map<string, { type: string; mode: string }>) => KUSTOMIZATION_FILES.some((k) => entries.get(k)?.type === 'blob' && entries.get(k)?.mode !== '120000');
+
+  const root = view.changed ? undefined : await view.dependOnTree(dir);
+  if (root !== undefined && rules.memoKey) {
+    // below `sub` (tree `oid`): the generated entries, as paths relative to `sub`, and which do not decode
+    type Found = Array<{ rel: string; bad: boolean }>;
+    const walk = async (sub: string, oid: string): Promise<Found> => {
+      const key = `fluxscan|${rules.memoKey}|${sub}|${oid}`;
+      const known = view.memo.get(key) as Found | undefined;
+      if (known) return known;
+      const out: Found = [];
+      const entries = [...(await view.entriesOf(oid))].sort(([a], [b]) => (a < b ? -1 : 1));
+      for (const [name, e] of entries) {
+        const path = sub ? `${sub}/${name}` : name;
+        if (e.mode === '120000' || rules.ignored?.(path, e.type === 'tree')) continue;
+        if (e.type === 'tree') {
+          if (hasKustomization(await view.entriesOf(e.oid))) out.push({ rel: name, bad: false });
+          else for (const f of await walk(path, e.oid)) out.push({ rel: `${name}/${f.rel}`, bad: f.bad });
+          continue;
+        }
+        if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
+        // Flux's build stops at a file that does not decode; the model goes on (the file is still what the build reads) and says so
+        out.push({ rel: name, bad: !(await isKube(e.oid)) });
+      }
+      view.memo.set(key, out);
+      return out;
+    };
+    for (const f of await walk(dir, root)) {
+      const path = dir ? `${dir}/${f.rel}` : f.rel;
+      if (f.bad) errors.push(decodeError(path));
+      resources.push(relOf(path));
+    }
+    return { resources, errors };
+  }
   const walk = async (sub: string): Promise<void> => {
     const entries = [...(await view.list(sub))].sort(([a], [b]) => (a < b ? -1 : 1));
     for (const [name, e] of entries) {
       const path = sub ? `${sub}/${name}` : name;
       if (e.mode === '120000' || rules.ignored?.(path, e.type === 'tree')) continue;
-      const rel = `./${path.slice(dir ? dir.length + 1 : 0)}`;
       if (e.type === 'tree') {
-        const child = await view.list(path);
-        if (KUSTOMIZATION_FILES.some((k) => child.get(k)?.type === 'blob' && child.get(k)?.mode !== '120000')) resources.push(rel);
+        if (hasKustomization(await view.list(path))) resources.push(relOf(path));
         else await walk(path);
         continue;
       }
       if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
-      const docs = await view.parse('yaml-all', e.oid, loadAllSafe);
-      const kube = docs.every((d) => isRec(d) && typeof d.apiVersion === 'string' && typeof d.kind === 'string');
-      // Flux's build stops here; the model goes on (the file is still what the build reads) and says so
-      if (!kube) errors.push(`failed to decode Kubernetes YAML from ${path}: Flux's generated kustomization takes every YAML file under spec.path (exclude it with .sourceignore)`);
-      resources.push(rel);
+      if (!(await isKube(e.oid))) errors.push(decodeError(path));
+      resources.push(relOf(path));
     }
   };
   await walk(dir);

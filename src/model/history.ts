@@ -50,8 +50,8 @@ export class ModelHistory {
     const after = await this.modeler.at(to);
     if (!from) return [...after.inputs.values()].map((i) => ({ path: i.path, after: i.digest, role: i.role, ...(i.shipsWith ? { shipsWith: i.shipsWith } : {}) }));
     const before = await this.modeler.at(from);
-    // nothing the models depend on changed: the same model
-    if (await this.sameEntries(from, to, [...new Set([...before.regions, ...after.regions])])) return [];
+    // the same model: a revision that reads the same as another shares its model (index.ts, reads.ts)
+    if (before === after) return [];
     const delta = inputDelta(before, after, { raw: true });
     const out: InputDelta[] = [];
     for (const d of delta) if (!(await this.sameEntries(from, to, [d.path]))) out.push(d);

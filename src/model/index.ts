@@ -5,7 +5,8 @@ import type { FileChange, RepoReader } from '../repo/types.ts';
 import './flux.ts';
 import { modelers, refiners, type EngineModeler, type EngineRefiner } from './registry.ts';
 import { inPaths, settersOf, type TargetScope } from './scope.ts';
-import { ObjectCache, TreeView } from './tree.ts';
+import { Lru, ObjectCache, TreeView } from './tree.ts';
+import { sameReads, type Reads } from './reads.ts';
 import type { EngineKind, ModelInput, TargetModel, TargetModeler } from './types.ts';
 
 export type { TargetModel, TargetModeler } from './types.ts';
@@ -60,16 +61,36 @@ export interface ModelerInput {
   target: Pick<ResolvedTarget, 'name' | 'paths' | 'resources'>;
   /** every observed object (the target's and related ones: GitRepositories) */
   observed: Observed[];
-  /** one cache per reader, shared by every target of a run */
+  /** the cache of trees, blobs and memoised parts (default: the reader's own, shared by every target and run of the process) */
   cache?: ObjectCache;
 }
+
+/** One cache per reader object: a long-running process (the controller) keeps what it read between runs. */
+const caches = new WeakMap<RepoReader, ObjectCache>();
+export function cacheOf(reader: RepoReader): ObjectCache {
+  let c = caches.get(reader);
+  if (!c) caches.set(reader, (c = new ObjectCache(reader)));
+  return c;
+}
+
+/** A model and what its build read. */
+interface Built {
+  model: TargetModel;
+  reads: Reads;
+  tree: string;
+}
+
+/** Models kept per target (revisions sharing one count once). */
+const MODELS_KEPT = 256;
+/** Recently used models a new revision is compared with before building its own. */
+const REUSE_CANDIDATES = 3;
 
 /** The engine kinds that are not the target's own objects in the repository. */
 const ENGINE_KINDS = new Set(['kustomize.toolkit.fluxcd.io/Kustomization', 'argoproj.io/Application', 'source.toolkit.fluxcd.io/GitRepository']);
 
 /** A cached modeler for one target. */
 export function modelTarget(input: ModelerInput): TargetModeler {
-  const cache = input.cache ?? new ObjectCache(input.reader);
+  const cache = input.cache ?? cacheOf(input.reader);
   const objects = input.observed.map((o) => o.object);
   const listed = input.target.resources.map((r) => objects.find((o) => o.kind === r.kind && o.metadata.name === r.name && (o.metadata.namespace ?? '') === (r.namespace ?? '') && groupKind(o.apiVersion, o.kind) === groupKind(r.apiVersion, r.kind)));
   const scope: TargetScope = {
@@ -107,7 +128,17 @@ export function modelTarget(input: ModelerInput): TargetModeler {
     if (notes.length) model = { ...model, opaque: [...model.opaque, ...notes] };
     return model;
   };
-  const byTree = new Map<string, Promise<TargetModel>>();
+  // models by root tree; a revision that reads the same as one already built shares its model
+  const byTree = new Lru<string, Promise<Built>>(MODELS_KEPT);
+  const recent: Built[] = [];
+  const use = (b: Built) => {
+    const i = recent.indexOf(b);
+    if (i >= 0) recent.splice(i, 1);
+    recent.unshift(b);
+    if (recent.length > REUSE_CANDIDATES) recent.pop();
+    return b;
+  };
+  const index = (oid: string) => cache.index(oid);
   return {
     describe,
     engine: primary?.modeler.engine ?? (refining.length ? 'helm' : 'paths'),
@@ -115,8 +146,18 @@ export function modelTarget(input: ModelerInput): TargetModeler {
     async at(commit) {
       const tree = await cache.rootTree(commit);
       let p = byTree.get(tree);
-      if (!p) byTree.set(tree, (p = TreeView.at(cache, commit).then(build)));
-      return p;
+      if (!p) {
+        p = (async () => {
+          // the model of a nearby revision, where nothing it read differs here (a history walk's neighbour)
+          for (const b of [...recent]) if (await sameReads(b.reads, index, b.tree, tree)) return b;
+          const view = await TreeView.at(cache, commit);
+          const model = await build(view);
+          return { model, reads: view.reads, tree };
+        })();
+        byTree.set(tree, p);
+        p.catch(() => byTree.delete(tree));
+      }
+      return use(await p).model;
     },
     async withChange(commit, files: FileChange[]) {
       return build(await TreeView.withChange(cache, commit, files));

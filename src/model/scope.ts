@@ -57,8 +57,9 @@ export interface Scoped {
 export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope): Promise<Scoped> {
   const notes: string[] = [];
   const outside = new Set<string>();
+  // only whether there are more than MAX_IDENTITY_READS matters: the count stops past it
   const collectOutside = (n: KNode, seen = new Set<KNode>()) => {
-    if (seen.has(n)) return;
+    if (seen.has(n) || outside.size > MAX_IDENTITY_READS) return;
     seen.add(n);
     for (const r of n.resources) {
       if (r.kind === 'file' && !inPaths(r.file.path, scope.paths)) outside.add(r.file.oid);
@@ -68,7 +69,7 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   };
   collectOutside(root);
   const readIdentities = scope.objects.length > 0 && outside.size <= MAX_IDENTITY_READS;
-  if (scope.objects.length > 0 && !readIdentities) notes.push(`the build has ${outside.size} resource files outside the target's paths: the target's objects are recognised by its paths only`);
+  if (scope.objects.length > 0 && !readIdentities) notes.push(`the build has more than ${MAX_IDENTITY_READS} resource files outside the target's paths: the target's objects are recognised by its paths only`);
 
   const declares = async (f: GraphFile): Promise<boolean> => {
     if (!readIdentities) return false;
@@ -81,11 +82,23 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
     if (v === undefined) fileIn.set(f, (v = inPaths(f.path, scope.paths) || (await declares(f))));
     return v;
   };
+  // whether a node holds something of the target is a function of the node (its folders' readings
+  // are remembered and shared across revisions, kustomize.ts): answers are kept across builds
+  const crossKey = `scope|${JSON.stringify(scope)}|${readIdentities}`;
+  let known = view.memo.get(crossKey) as WeakMap<KNode, boolean> | undefined;
+  if (!known) view.memo.set(crossKey, (known = new WeakMap()));
+  const kept = known;
+  let cut = false;
   const memo = new Map<KNode, Promise<boolean>>();
   const nodeInScope = (n: KNode, stack = new Set<KNode>()): Promise<boolean> => {
-    const known = memo.get(n);
-    if (known) return known;
-    if (stack.has(n)) return Promise.resolve(false);
+    const answered = kept.get(n);
+    if (answered !== undefined) return Promise.resolve(answered);
+    const pending = memo.get(n);
+    if (pending) return pending;
+    if (stack.has(n)) {
+      cut = true;
+      return Promise.resolve(false);
+    }
     stack.add(n);
     const p = (async () => {
       if (wholeNode(n, scope)) return true;
@@ -141,6 +154,8 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   };
   const builds = await nodeInScope(root);
   await collect(root, false);
+  // answers that no cycle cut short hold for the node wherever it appears
+  if (!cut) for (const [n, p] of memo) kept.set(n, await p);
   return { inputs: [...inputs.values()], contentFiles: [...contentFiles.values()], inline, builds, dirs: new Set([...visited].map((n) => n.dir)), notes };
 }
 

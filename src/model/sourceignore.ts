@@ -34,30 +34,34 @@ export interface SourceIgnore {
   ignored: IgnoreRule;
   /** the `.sourceignore` files read (inputs of the build: a change to one changes the artifact) */
   files: Array<{ path: string; oid: string }>;
+  /** the same for every revision with the same rules (memoised parts of a build key on it) */
+  key: string;
 }
 
-/** The artifact's ignore rule for the files under `root` at one revision. */
+/**
+ * The artifact's ignore rule for the files under `root` at one revision. The rule of the same
+ * `.sourceignore` files and `spec.ignore` is built once per reader and shared by every revision
+ * that has them (its answers are remembered: a large graph asks about the same folders often).
+ */
 export async function sourceIgnore(view: TreeView, root: string, specIgnore?: string): Promise<SourceIgnore> {
-  const user: Pattern[] = [];
   const files: Array<{ path: string; oid: string }> = [];
-  const read = async (dir: string) => {
-    const own = (await view.list(dir)).get('.sourceignore');
-    if (!own || own.type !== 'blob' || own.mode === '120000') return;
-    const path = dir ? `${dir}/.sourceignore` : '.sourceignore';
-    files.push({ path, oid: own.oid });
-    const text = Buffer.from(await view.read(own.oid)).toString('utf8');
-    for (const line of patternLines(text)) user.push({ domain: dir, matcher: ignore().add(line) });
-  };
   // the folders above the root, then the root's own subtree (parents before children, as LoadIgnorePatterns)
   const parts = root ? root.split('/') : [];
-  for (let i = 0; i < parts.length; i++) await read(parts.slice(0, i).join('/'));
-  const walk = async (dir: string): Promise<void> => {
-    await read(dir);
-    for (const [name, e] of [...(await view.list(dir))].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (e.type === 'tree' && name !== '.git') await walk(dir ? `${dir}/${name}` : name);
-    }
-  };
-  await walk(root);
+  for (let i = 0; i < parts.length; i++) {
+    const path = [...parts.slice(0, i), '.sourceignore'].join('/');
+    const own = await view.entry(path);
+    if (own && own.type === 'blob' && own.mode !== '120000') files.push({ path, oid: own.oid });
+  }
+  files.push(...(await view.findNamed(root, '.sourceignore')));
+  const key = `sourceignore|${JSON.stringify([files, specIgnore ?? null])}`;
+  const known = view.memo.get(key) as SourceIgnore | undefined;
+  if (known) return known;
+  const user: Pattern[] = [];
+  for (const f of files) {
+    const dir = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
+    const text = Buffer.from(await view.read(f.oid)).toString('utf8');
+    for (const line of patternLines(text)) user.push({ domain: dir, matcher: ignore().add(line) });
+  }
   if (specIgnore) for (const line of patternLines(specIgnore)) user.push({ domain: '', matcher: ignore().add(line) });
   const defaults = (user.length > 0 ? EXCLUDE_VCS : [...EXCLUDE_VCS, ...EXCLUDE_EXT, ...EXCLUDE_CI, ...EXCLUDE_EXTRA]).map((p) => ({ domain: '', matcher: ignore().add(p) }));
   const patterns = [...defaults, ...user];
@@ -72,13 +76,22 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
     }
     return ignored;
   };
-  // a file is left out when it or any folder above it is (the archive walk skips an ignored folder whole)
-  const ignored: IgnoreRule = (file, isDir) => {
-    const segments = file.split('/');
-    for (let i = 1; i < segments.length; i++) if (matches(segments.slice(0, i).join('/'), true)) return true;
-    return matches(file, isDir);
+  const answers = new Map<string, boolean>();
+  const ask = (file: string, isDir: boolean): boolean => {
+    const k = isDir ? `${file}/` : file;
+    let v = answers.get(k);
+    if (v === undefined) {
+      // a file is left out when it or any folder above it is (the archive walk skips an ignored folder whole)
+      const slash = file.lastIndexOf('/');
+      v = (slash > 0 && ask(file.slice(0, slash), true)) || matches(file, isDir);
+      if (answers.size > 200_000) answers.clear();
+      answers.set(k, v);
+    }
+    return v;
   };
-  return { ignored, files };
+  const rule: SourceIgnore = { ignored: ask, files, key };
+  view.memo.set(key, rule);
+  return rule;
 }
 
 function patternLines(text: string): string[] {

@@ -1,11 +1,16 @@
 import path from 'node:path/posix';
 import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
+import { ABSENT, AS_FOLDER, Reads } from './reads.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
  * cached per reader), optionally with a planned change laid over it (verify models the tree a
  * revert would make before anything is written). Paths are repo-relative, "/"-separated.
+ *
+ * A view records what it was asked (reads.ts): the entries it looked up, the folders it listed,
+ * the names it searched for. A model built through it is the same at any revision where none of
+ * that differs, which a tree diff tells without building it again (index.ts).
  */
 
 export interface TreeEntry {
@@ -26,36 +31,126 @@ export type Resolved =
   /** a symlink pointing outside the repository (Argo CD refuses the repository; kustomize refuses the file) */
   | { kind: 'escapes'; link: string; target: string };
 
-/** Shared caches of one reader: trees and blobs are immutable, so every revision may share them. */
+/**
+ * A map of recently used values, at most about `limit` of them by `weigh`: two generations, the
+ * current one and the one before; a value read from the older one moves up, and when the current
+ * one is full the older one is dropped whole. Reads cost one or two lookups (a strict LRU's
+ * delete-and-insert on every read was most of a large model walk's time).
+ */
+export class Lru<K, V> {
+  private current = new Map<K, V>();
+  private older = new Map<K, V>();
+  private weight = 0;
+  private readonly limit: number;
+  private readonly weigh: (v: V) => number;
+  constructor(limit: number, weigh: (v: V) => number = () => 1) {
+    this.limit = limit;
+    this.weigh = weigh;
+  }
+  get(key: K): V | undefined {
+    const v = this.current.get(key);
+    if (v !== undefined) return v;
+    const old = this.older.get(key);
+    if (old !== undefined) {
+      this.older.delete(key);
+      this.put(key, old);
+    }
+    return old;
+  }
+  has(key: K): boolean {
+    return this.current.has(key) || this.older.has(key);
+  }
+  delete(key: K): void {
+    const v = this.current.get(key);
+    if (v !== undefined) {
+      this.weight -= this.weigh(v);
+      this.current.delete(key);
+    }
+    this.older.delete(key);
+  }
+  set(key: K, value: V): void {
+    this.delete(key);
+    this.put(key, value);
+  }
+  private put(key: K, value: V): void {
+    this.current.set(key, value);
+    this.weight += this.weigh(value);
+    if (this.weight > this.limit / 2) {
+      this.older = this.current;
+      this.current = new Map();
+      this.weight = 0;
+    }
+  }
+}
+
+/** A tree read once: its entries in git's order and by name. */
+interface ReadTree {
+  items: TreeItem[];
+  byName: Map<string, TreeEntry>;
+}
+
+/** Trees kept per reader (every revision shares the unchanged ones): a 50,000-file revision has about 10,000. */
+const TREES_KEPT = 60_000;
+const BLOB_BYTES_KEPT = 32 * 1024 * 1024;
+const PARSED_KEPT = 40_000;
+const MEMO_KEPT = 60_000;
+
+/**
+ * Shared caches of one reader: trees and blobs are immutable, so every revision may share them.
+ * Bounded (least recently used first out): a model walk over thousands of revisions of a large
+ * repository holds what it uses now, not everything it ever read.
+ */
 export class ObjectCache {
   readonly reader: RepoReader;
-  private readonly trees = new Map<string, Promise<TreeItem[]>>();
-  private readonly blobs = new Map<string, Promise<Uint8Array>>();
-  private readonly roots = new Map<string, Promise<string>>();
+  private readonly trees = new Lru<string, Promise<ReadTree>>(TREES_KEPT);
+  private readonly blobs = new Lru<string, { bytes: Promise<Uint8Array>; size: number }>(BLOB_BYTES_KEPT, (b) => b.size + 64);
+  private readonly roots = new Lru<string, Promise<string>>(20_000);
   /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>") */
-  readonly parsed = new Map<string, unknown>();
+  readonly parsed = new Lru<string, unknown>(PARSED_KEPT);
+  /** what model builds remember across revisions (memoised parts, keyed by the tree oids they depend on) */
+  readonly memo = new Lru<string, unknown>(MEMO_KEPT);
 
   constructor(reader: RepoReader) {
     this.reader = reader;
   }
-  tree(oid: string): Promise<TreeItem[]> {
+  private read(oid: string): Promise<ReadTree> {
     let p = this.trees.get(oid);
-    if (!p) this.trees.set(oid, (p = this.reader.readTree(oid)));
+    if (!p) {
+      p = this.reader.readTree(oid).then((items) => {
+        const byName = new Map<string, TreeEntry>();
+        for (const e of items) byName.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
+        return { items, byName };
+      });
+      this.trees.set(oid, p);
+      p.catch(() => this.trees.delete(oid));
+    }
     return p;
   }
+  async tree(oid: string): Promise<TreeItem[]> {
+    return (await this.read(oid)).items;
+  }
+  /** A tree's entries by name (shared: never change the map). */
+  async index(oid: string): Promise<Map<string, TreeEntry>> {
+    return (await this.read(oid)).byName;
+  }
   blob(oid: string): Promise<Uint8Array> {
-    let p = this.blobs.get(oid);
-    if (!p) this.blobs.set(oid, (p = this.reader.readBlob(oid)));
-    return p;
+    const known = this.blobs.get(oid);
+    if (known) return known.bytes;
+    const bytes = this.reader.readBlob(oid);
+    this.blobs.set(oid, { bytes, size: 0 });
+    // weighed once read; a failed read is not kept
+    bytes.then((b) => this.blobs.get(oid)?.bytes === bytes && this.blobs.set(oid, { bytes, size: b.byteLength }), () => this.blobs.delete(oid));
+    return bytes;
   }
   rootTree(commit: string): Promise<string> {
     let p = this.roots.get(commit);
     if (!p) this.roots.set(commit, (p = this.reader.readCommit(commit).then((c) => c.tree)));
     return p;
   }
-  /** Parses a blob once per key. */
+  /** Parses a blob once per key (while it is kept). */
   async parse<T>(key: string, oid: string, parse: (bytes: Uint8Array) => T): Promise<T> {
-    if (this.parsed.has(key)) return this.parsed.get(key) as T;
+    const known = this.parsed.get(key);
+    if (known !== undefined) return known as T;
     const value = parse(await this.blob(oid));
     this.parsed.set(key, value);
     return value;
@@ -68,12 +163,18 @@ interface OverlayFile {
   content?: Uint8Array;
 }
 
+const entryText = (e: TreeEntry | undefined) => (e ? `${e.mode} ${e.oid}` : ABSENT);
+
 export class TreeView {
   private readonly cache: ObjectCache;
-  private readonly root: string;
+  /** the revision's root tree */
+  readonly root: string;
   private readonly written = new Map<string, OverlayFile>();
   private readonly deleted = new Set<string>();
   private readonly listings = new Map<string, Promise<Map<string, TreeEntry>>>();
+  private readonly ways = new Map<string, Promise<{ oid: string } | { oid: undefined; failed: string; value: string }>>();
+  /** what this view was asked, in the order of the builds nested in it (the innermost records) */
+  private readonly sinks: Reads[] = [new Reads()];
 
   private constructor(cache: ObjectCache, root: string) {
     this.cache = cache;
@@ -96,19 +197,95 @@ export class TreeView {
     return view;
   }
 
-  /** The entries of a folder by name (empty when it is not a folder). */
+  /** Everything read through this view so far (reads.ts: tells another revision that reads the same). */
+  get reads(): Reads {
+    return this.sinks[0]!;
+  }
+
+  /** True when a planned change lies over the revision's tree (nothing read here is remembered across revisions). */
+  get changed(): boolean {
+    return this.written.size > 0 || this.deleted.size > 0;
+  }
+
+  /** Memoised parts of model builds, shared by every revision of the reader. */
+  get memo(): Lru<string, unknown> {
+    return this.cache.memo;
+  }
+
+  private record(): Reads {
+    return this.sinks[this.sinks.length - 1]!;
+  }
+
+  /** Runs `fn` recording its reads apart (and in the whole): what a memoised part of a build depends on. */
+  async collect<T>(fn: () => Promise<T>): Promise<{ value: T; reads: Reads }> {
+    const reads = new Reads();
+    this.sinks.push(reads);
+    try {
+      const value = await fn();
+      return { value, reads };
+    } finally {
+      this.sinks.splice(this.sinks.lastIndexOf(reads), 1);
+      this.record().add(reads);
+    }
+  }
+
+  /** Adds the reads of a memoised part that this build reuses. */
+  replay(reads: Reads): void {
+    this.record().add(reads);
+  }
+
+  /** Records that every file named `name` below `dir` was looked for (the caller walks to find them). */
+  searched(dir: string, name: string): void {
+    this.record().search(clean(dir), name);
+  }
+
+  /**
+   * The oid of the real tree at `dir` (no symlink followed), recording nothing: what a memoised
+   * part keys on. Undefined when absent, not a folder, or when the planned change lies under it.
+   */
+  async treeOidAt(dir: string): Promise<string | undefined> {
+    const d = clean(dir);
+    if (this.changed) {
+      const prefix = d ? `${d}/` : '';
+      for (const p of [...this.written.keys(), ...this.deleted]) if (p === d || p.startsWith(prefix)) return undefined;
+    }
+    let oid = this.root;
+    for (const part of d ? d.split('/') : []) {
+      const e = (await this.cache.index(oid)).get(part);
+      if (!e || e.type !== 'tree') return undefined;
+      oid = e.oid;
+    }
+    return oid;
+  }
+
+  /**
+   * Records that the build depends on everything below `dir` (its tree oid, returned): what a part
+   * that reads a whole folder (Flux's generated kustomization) depends on, in one record.
+   */
+  async dependOnTree(dir: string): Promise<string | undefined> {
+    const d = clean(dir);
+    const e = d === '' ? { type: 'tree' as const, mode: '040000', oid: this.root } : await this.entry(d);
+    return e?.type === 'tree' ? e.oid : undefined;
+  }
+
+  /** The entries of a tree by oid, recording nothing: for a walk memoised by that oid (its caller recorded the oid). */
+  entriesOf(treeOid: string): Promise<Map<string, TreeEntry>> {
+    return this.cache.index(treeOid);
+  }
+
+  /** The entries of a folder by name (empty when it is not a folder). Shared: never change the map. */
   async list(dir: string): Promise<Map<string, TreeEntry>> {
     const key = clean(dir);
+    this.record().listing(key);
     let p = this.listings.get(key);
     if (!p) this.listings.set(key, (p = this.listUncached(key)));
     return p;
   }
 
   private async listUncached(dir: string): Promise<Map<string, TreeEntry>> {
-    const out = new Map<string, TreeEntry>();
     const base = await this.baseTreeOid(dir);
-    if (base) for (const e of await this.cache.tree(base)) out.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
-    if (this.written.size === 0 && this.deleted.size === 0) return out;
+    if (!this.changed) return base ? this.cache.index(base) : new Map();
+    const out = new Map<string, TreeEntry>(base ? await this.cache.index(base) : []);
     const prefix = dir ? `${dir}/` : '';
     for (const p of this.deleted) if (p.startsWith(prefix) && !p.slice(prefix.length).includes('/')) out.delete(p.slice(prefix.length));
     for (const [p, f] of this.written) {
@@ -131,28 +308,107 @@ export class TreeView {
     return entries.size === 0;
   }
 
-  /** The oid of the base tree at `dir` (walking real trees only), undefined when absent or not a tree. */
+  /**
+   * The oid of the base tree at `dir` (walking real trees only), undefined when absent or not a
+   * tree. A way that fails records where it failed (a path found below it reads the rest).
+   */
   private async baseTreeOid(dir: string): Promise<string | undefined> {
+    let way = this.ways.get(dir);
+    if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
+    const w = await way;
+    if ('failed' in w) this.record().entry(w.failed, w.value);
+    return w.oid;
+  }
+
+  private async walkWay(dir: string): Promise<{ oid: string } | { oid: undefined; failed: string; value: string }> {
     let oid = this.root;
+    let at = '';
     for (const part of dir ? dir.split('/') : []) {
-      const e = (await this.cache.tree(oid)).find((x) => x.path === part);
-      if (!e || e.type !== 'tree') return undefined;
+      const e = (await this.cache.index(oid)).get(part);
+      at = at ? `${at}/${part}` : part;
+      if (!e || e.type !== 'tree') return { oid: undefined, failed: at, value: entryText(e) };
       oid = e.oid;
     }
-    return oid;
+    return { oid };
+  }
+
+  /**
+   * One entry of a folder, as the view has it (recording the entry only, not the folder's
+   * listing). A folder on the way to a deeper path is not recorded: what is read below it is.
+   */
+  private async child(dir: string, name: string, onTheWay = false, asFolder = false): Promise<TreeEntry | undefined> {
+    let e: TreeEntry | undefined;
+    if (this.changed) e = (await this.listUncachedShared(dir)).get(name);
+    else {
+      const base = await this.baseTreeOid(dir);
+      e = base ? (await this.cache.index(base)).get(name) : undefined;
+    }
+    if (!(onTheWay && e?.type === 'tree')) this.record().entry(dir ? `${dir}/${name}` : name, asFolder && e?.type === 'tree' ? AS_FOLDER : entryText(e));
+    return e;
+  }
+
+  private listUncachedShared(dir: string): Promise<Map<string, TreeEntry>> {
+    let p = this.listings.get(dir);
+    if (!p) this.listings.set(dir, (p = this.listUncached(dir)));
+    return p;
   }
 
   /** The raw entry at a path (no symlink followed on the way: a path through one is absent). */
   async entry(p: string): Promise<TreeEntry | undefined> {
     const c = clean(p);
     if (c === '') return { type: 'tree', mode: '040000', oid: this.root };
-    const dir = path.dirname(c) === '.' ? '' : path.dirname(c);
+    const parts = c.split('/');
     // the parent must be a real folder all the way up (a symlinked folder on the way is not one)
-    if (dir !== '') {
-      const parent = await this.entry(dir);
-      if (!parent || parent.type !== 'tree') return undefined;
+    let dir = '';
+    for (let i = 0; i < parts.length - 1; i++) {
+      const e = await this.child(dir, parts[i]!, true);
+      if (!e || e.type !== 'tree') return undefined;
+      dir = dir ? `${dir}/${parts[i]}` : parts[i]!;
     }
-    return (await this.list(dir)).get(path.basename(c));
+    return this.child(dir, parts[parts.length - 1]!);
+  }
+
+  /**
+   * Every file named `name` below `dir` (symlinks left out), folders before their sub-folders and
+   * in name order, as a walk would find them; recorded as one search, not as the folders listed.
+   * Memoised by the folder's tree oid, so a revision costs only its changed folders.
+   */
+  async findNamed(dir: string, name: string): Promise<Array<{ path: string; oid: string }>> {
+    const d = clean(dir);
+    this.searched(d, name);
+    const walk = async (sub: string, oid: string | undefined): Promise<Array<{ path: string; oid: string }>> => {
+      if (oid === undefined) return [];
+      const key = `named|${name}|${oid}`;
+      const known = this.cache.memo.get(key) as Array<{ path: string; oid: string }> | undefined;
+      const prefix = sub ? `${sub}/` : '';
+      if (known) return known.map((f) => ({ path: `${prefix}${f.path}`, oid: f.oid }));
+      const entries = [...(await this.cache.index(oid))].sort(([a], [b]) => (a < b ? -1 : 1));
+      const out: Array<{ path: string; oid: string }> = [];
+      const own = entries.find(([n, e]) => n === name && e.type === 'blob' && e.mode !== SYMLINK);
+      if (own) out.push({ path: name, oid: own[1].oid });
+      for (const [n, e] of entries) {
+        if (e.type !== 'tree' || n === '.git') continue;
+        for (const f of await walk(n, e.oid)) out.push({ path: `${n}/${f.path}`, oid: f.oid });
+      }
+      this.cache.memo.set(key, out);
+      return out.map((f) => ({ path: `${prefix}${f.path}`, oid: f.oid }));
+    };
+    if (!this.changed) return walk(d, await this.treeOidAt(d));
+    // a planned change over the tree: what the view shows where it lies, the remembered walk elsewhere
+    const out: Array<{ path: string; oid: string }> = [];
+    const walkView = async (sub: string): Promise<void> => {
+      const base = await this.treeOidAt(sub);
+      if (base !== undefined) {
+        out.push(...(await walk(sub, base)));
+        return;
+      }
+      const entries = [...(await this.listUncachedShared(sub))].sort(([a], [b]) => (a < b ? -1 : 1));
+      const own = entries.find(([n, e]) => n === name && e.type === 'blob' && e.mode !== SYMLINK);
+      if (own) out.push({ path: sub ? `${sub}/${name}` : name, oid: own[1].oid });
+      for (const [n, e] of entries) if (e.type === 'tree' && n !== '.git') await walkView(sub ? `${sub}/${n}` : n);
+    };
+    if (d === '' || (await this.listUncachedShared(path.dirname(d) === '.' ? '' : path.dirname(d))).get(path.basename(d))?.type === 'tree') await walkView(d);
+    return out;
   }
 
   async read(oid: string): Promise<Uint8Array> {
@@ -178,7 +434,8 @@ export class TreeView {
     let current = '';
     for (let i = 0; i < parts.length; i++) {
       const next = current ? `${current}/${parts[i]}` : parts[i]!;
-      const e = (await this.list(current)).get(parts[i]!);
+      // a folder is told as a folder (its oid is not shown): only that it is one is read
+      const e = await this.child(current, parts[i]!, i < parts.length - 1, true);
       if (!e) return { kind: 'absent' };
       if (e.mode === SYMLINK) {
         if (symlinks === 'drop') return { kind: 'dropped', link: next };

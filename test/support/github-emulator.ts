@@ -48,6 +48,8 @@ export interface RequestRecord {
   status: number;
   /** a REST write or a GraphQL mutation */
   write: boolean;
+  /** the response body's size, bytes */
+  bytesOut?: number;
 }
 
 /** Rules of a protected branch (classic protection or a ruleset: the emulator answers alike). */
@@ -735,7 +737,9 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
         ...reply.headers,
       };
       res.writeHead(reply.status, headers);
-      res.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
+      const text = reply.body === undefined ? undefined : JSON.stringify(reply.body);
+      record.bytesOut = text === undefined ? 0 : Buffer.byteLength(text);
+      res.end(text);
     };
     const validateBasicError = (body: unknown) => validator.validateResponseSchema('basic-error', body);
 
@@ -829,7 +833,9 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     const reply = (status: number, body: unknown) => {
       record.status = status;
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'x-github-request-id': `EMU:${log.length}`, 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-resource': 'graphql' });
-      res.end(JSON.stringify(body));
+      const text = JSON.stringify(body);
+      record.bytesOut = Buffer.byteLength(text);
+      res.end(text);
     };
     const auth = /^(token|bearer)\s+(.+)$/i.exec(req.headers.authorization ?? '');
     if (!auth || auth[2] !== opts.token) {
