@@ -8,9 +8,9 @@ import { reviewBranch } from './branch.ts';
 import type { NotesStore } from '../history/notes.ts';
 import { openLocalNotes } from './local-notes.ts';
 import { lastgoodTarget } from '../history/trailers.ts';
-import { compareAndSwapRef, LockFile, objectWritingFs, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
+import { compareAndSwapRef, LockFile, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
 import { checkEntryName, entryAt, filesUnder, joinPath } from './tree-walk.ts';
-import { MissingObjectError, ObjectStore, parseCommit, parseTree } from './object-store.ts';
+import { MissingObjectError, ObjectStore, parseCommit, parseTree, serializeCommit, serializeTree, writeLooseObject } from './object-store.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../repo/types.ts';
 
 interface Layout {
@@ -40,7 +40,7 @@ export function findLayout(repoPath: string): Layout {
 const SYMLINK = '120000';
 const TREE = '040000';
 /** Parsed trees and commits kept per repository: enough for a revert's walks, bounded for a large one. */
-const TREES_KEPT = 20_000;
+const TREES_KEPT = 5_000;
 const COMMITS_KEPT = 50_000;
 
 /** A Map that forgets its oldest entries past `limit`. */
@@ -79,13 +79,10 @@ export class LocalRepo implements RepoBackend {
   private readonly commits = new BoundedMap<string, CommitInfo>(COMMITS_KEPT);
   /** branch heads whose working copy was found consistent (see refuseHalfUpdatedWorkingCopy) */
   private readonly consistentHeads = new Set<string>();
-  /** isomorphic-git's object writers through this fs write each loose object whole (refs.ts) */
-  private readonly objectFs: typeof fs;
 
   constructor(repoPath: string) {
     this.layout = findLayout(repoPath);
     this.description = repoPath;
-    this.objectFs = objectWritingFs(this.layout.gitdir);
     this.objects = new ObjectStore(this.layout.gitdir);
   }
 
@@ -192,12 +189,13 @@ export class LocalRepo implements RepoBackend {
   /** Writes the change's tree and commit objects (each whole or not at all); returns the new commit oid. Refs untouched. */
   async writeChangeCommit(change: Change): Promise<string> {
     const parentTree = (await this.readCommit(change.parent)).tree;
-    const tree = (await this.editTree(parentTree, change.files.map((f) => ({ parts: f.path.split('/'), change: f })))) ?? (await git.writeTree({ fs: this.objectFs, gitdir: this.layout.gitdir, tree: [] }));
-    return git.writeCommit({
-      fs: this.objectFs,
-      gitdir: this.layout.gitdir,
-      commit: { tree, parent: [change.parent], author: change.author, committer: change.author, message: change.message },
-    });
+    const tree = (await this.editTree(parentTree, change.files.map((f) => ({ parts: f.path.split('/'), change: f })))) ?? this.write('tree', serializeTree([]));
+    return this.write('commit', serializeCommit({ tree, parents: [change.parent], author: change.author, committer: change.author, message: change.message }));
+  }
+
+  /** Writes one object (loose, whole or not at all) unless the repository has it. */
+  private write(type: 'blob' | 'tree' | 'commit', content: Uint8Array): string {
+    return writeLooseObject(this.objects, this.layout.gitdir, type, content);
   }
 
   /** Applies file changes to a tree, bottom-up; returns undefined when the tree ends up empty. */
@@ -212,7 +210,7 @@ export class LocalRepo implements RepoBackend {
       } else if ('delete' in edit.change) {
         entries.delete(name);
       } else {
-        const oid = 'oid' in edit.change ? edit.change.oid : await git.writeBlob({ fs: this.objectFs, gitdir: this.layout.gitdir, blob: edit.change.content });
+        const oid = 'oid' in edit.change ? edit.change.oid : this.write('blob', edit.change.content);
         entries.set(name, { path: name, oid, mode: edit.change.mode, type: 'blob' });
       }
     }
@@ -223,7 +221,7 @@ export class LocalRepo implements RepoBackend {
       else entries.delete(name);
     }
     if (entries.size === 0) return undefined;
-    return git.writeTree({ fs: this.objectFs, gitdir: this.layout.gitdir, tree: [...entries.values()].map((e) => ({ path: e.path, oid: e.oid, mode: e.mode, type: e.type as 'blob' | 'tree' })) });
+    return this.write('tree', serializeTree([...entries.values()]));
   }
 
   /**

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { inflateSync } from 'node:zlib';
+import { createHash, randomBytes } from 'node:crypto';
+import { deflateSync, inflateSync } from 'node:zlib';
 import { InputError } from '../errors.ts';
 import { applyDelta, type ObjectType } from './git-remote/pack-index.ts';
 
@@ -53,6 +54,38 @@ interface Pack {
   count: number;
   /** where the 64-bit offsets table starts */
   largeAt: number;
+}
+
+/**
+ * Packs are read through windows of PACK_WINDOW bytes, the least recently used dropped past
+ * WINDOWS_KEPT of them (git's core.packedGitWindowSize / packedGitLimit, with smaller numbers):
+ * the objects of one folder's versions lie close together, so most reads need no system call.
+ */
+const PACK_WINDOW = 1024 * 1024;
+const WINDOWS_KEPT = 48;
+const windows = new Map<string, Buffer>();
+
+/** `length` bytes of a pack file at `at` (fewer at its end), from the windows or the file. */
+function packBytes(file: string, at: number, length: number): Buffer {
+  const start = Math.floor(at / PACK_WINDOW) * PACK_WINDOW;
+  if (at + length <= start + PACK_WINDOW) {
+    const key = `${file}:${start}`;
+    let w = windows.get(key);
+    if (w) {
+      windows.delete(key);
+      windows.set(key, w);
+    } else {
+      const buf = Buffer.allocUnsafe(PACK_WINDOW);
+      const got = fs.readSync(packFd(file), buf, 0, PACK_WINDOW, start);
+      w = buf.subarray(0, got);
+      windows.set(key, w);
+      if (windows.size > WINDOWS_KEPT) windows.delete(windows.keys().next().value as string);
+    }
+    return w.subarray(at - start, Math.min(w.length, at - start + length));
+  }
+  const buf = Buffer.allocUnsafe(length);
+  const got = fs.readSync(packFd(file), buf, 0, length, at);
+  return buf.subarray(0, got);
 }
 
 const openPacks = new Map<string, number>();
@@ -216,7 +249,6 @@ export class ObjectStore {
 
   /** An object at `offset` of a pack, its delta chain resolved. */
   private readPacked(pack: Pack, offset: number, oid: string): GitObject {
-    const fd = packFd(pack.file);
     const key = (at: number) => `${pack.file}:${at}`;
     // down the chain to a whole object (or one the cache holds), then the deltas applied upwards
     const chain: Array<{ offset: number; delta: Buffer }> = [];
@@ -225,13 +257,13 @@ export class ObjectStore {
       if (chain.length > 10_000) throw corrupt(pack, oid, 'a delta chain longer than 10,000');
       found = this.bases.get(key(at));
       if (found) break;
-      const h = readHeader(fd, at);
+      const h = readHeader(pack.file, at);
       if (h.type >= 1 && h.type <= 4) {
-        found = { type: TYPES[h.type]!, content: inflateAt(fd, h.dataAt, h.size, pack, oid) };
+        found = { type: TYPES[h.type]!, content: inflateAt(h.dataAt, h.size, pack, oid) };
         if (chain.length > 0) this.bases.set(key(at), found);
         break;
       }
-      chain.push({ offset: at, delta: inflateAt(fd, h.dataAt, h.size, pack, oid) });
+      chain.push({ offset: at, delta: inflateAt(h.dataAt, h.size, pack, oid) });
       if (h.type === OFS_DELTA) at -= h.baseDistance!;
       else if (h.type === REF_DELTA) found = this.read(h.baseOid!);
       else throw corrupt(pack, oid, `an entry of unknown type ${h.type} at offset ${at}`);
@@ -316,10 +348,10 @@ interface Header {
   baseOid?: string;
 }
 
-const headerBuf = Buffer.alloc(64);
 /** The entry header at `at` (gitformat-pack(5)): type, inflated size, and a delta's base. */
-function readHeader(fd: number, at: number): Header {
-  const n = fs.readSync(fd, headerBuf, 0, headerBuf.length, at);
+function readHeader(file: string, at: number): Header {
+  const headerBuf = packBytes(file, at, 64);
+  const n = headerBuf.length;
   let i = 0;
   let byte = headerBuf[i++]!;
   const type = (byte >> 4) & 7;
@@ -347,19 +379,18 @@ function readHeader(fd: number, at: number): Header {
 }
 
 /** Inflates the zlib stream at `at` whose inflated size is `size` (reading more of the file while it is cut short). */
-function inflateAt(fd: number, at: number, size: number, pack: Pack, oid: string): Buffer {
+function inflateAt(at: number, size: number, pack: Pack, oid: string): Buffer {
   // deflate adds a few bytes per 16 KiB block; a stream rarely exceeds its data by more than this
   let want = size + 64 + (size >> 6);
   for (;;) {
-    const input = Buffer.allocUnsafe(want);
-    const got = fs.readSync(fd, input, 0, want, at);
+    const input = packBytes(pack.file, at, want);
     try {
-      const out = inflateSync(input.subarray(0, got), { chunkSize: Math.max(64, size + 64) });
+      const out = inflateSync(input, { chunkSize: Math.max(64, size + 64) });
       if (out.length !== size) throw corrupt(pack, oid, `an entry inflates to ${out.length} bytes, ${size} announced`);
       return out;
     } catch (error) {
       if (error instanceof InputError) throw error;
-      if (got < want || want > size * 4 + (1 << 20)) throw corrupt(pack, oid, (error as Error).message);
+      if (input.length < want || want > size * 4 + (1 << 20)) throw corrupt(pack, oid, (error as Error).message);
       want *= 2;
     }
   }
@@ -424,6 +455,8 @@ export function parseTree(content: Buffer, oid: string): ParsedTreeEntry[] {
 }
 
 function unsafeName(name: string): boolean {
+  // most names are plain: letters, digits, dots, dashes, underscores, not starting with a dot
+  if (/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(name) && !/^git~[1-9]/i.test(name)) return false;
   if (name.includes('/') || name.includes('\\')) return true;
   const hfs = name.replace(/[\u200C-\u200F\u202A-\u202E\u206A-\u206F\uFEFF]/g, '');
   if (hfs === '.' || hfs === '..') return true;
@@ -480,4 +513,52 @@ function person(value: string | undefined, oid: string): ParsedPerson {
   const tz = /(\+|-)(\d\d)(\d\d)/.exec(m[4]!);
   const minutes = tz ? (tz[1] === '+' ? 1 : -1) * (Number(tz[2]) * 60 + Number(tz[3])) : 0;
   return { name: m[1]!, email: m[2]!, timestamp: Number(m[3]), timezoneOffset: minutes === 0 ? 0 : -minutes };
+}
+
+/** The id git gives an object of this type and content. */
+export function objectOid(type: ObjectType, content: Uint8Array): string {
+  return createHash('sha1').update(`${type} ${content.byteLength}\0`).update(content).digest('hex');
+}
+
+/**
+ * Writes a loose object (objects/xx/yyyy, zlib-deflated `type size\0content`) unless the database
+ * has it; returns its id. The file is written whole or not at all: a temporary file (git's
+ * `tmp_obj_` prefix, which fsck and gc know as leftovers) renamed into place. Not fsynced: git's
+ * own default leaves loose objects to the file system (core.fsync's default excludes
+ * `loose-object`); the ref that names them is fsynced under its lock (refs.ts).
+ */
+export function writeLooseObject(store: ObjectStore, gitdir: string, type: ObjectType, content: Uint8Array): string {
+  const oid = objectOid(type, content);
+  if (store.has(oid)) return oid;
+  const dir = path.join(gitdir, 'objects', oid.slice(0, 2));
+  fs.mkdirSync(dir, { recursive: true });
+  const tmp = path.join(dir, `tmp_obj_${randomBytes(6).toString('hex')}`);
+  fs.writeFileSync(tmp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`, 'latin1'), content])), { flag: 'wx', mode: 0o444 });
+  try {
+    fs.renameSync(tmp, path.join(dir, oid.slice(2)));
+  } catch (error) {
+    fs.rmSync(tmp, { force: true });
+    throw error;
+  }
+  return oid;
+}
+
+/** A tree object's bytes, as git (and isomorphic-git's GitTree) write them: sorted as if folders ended with "/", "40000" for folders. */
+export function serializeTree(entries: Array<{ path: string; oid: string; mode: string }>): Buffer {
+  const key = (e: { path: string; mode: string }) => (e.mode === '040000' || e.mode === '40000' ? `${e.path}/` : e.path);
+  const sorted = [...entries].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return Buffer.concat(sorted.map((e) => Buffer.concat([Buffer.from(`${e.mode.replace(/^0/, '')} ${e.path}\0`, 'utf8'), Buffer.from(e.oid, 'hex')])));
+}
+
+/** A commit object's bytes, as isomorphic-git's GitCommit.render writes them (the message's line ends normalised, one trailing newline). */
+export function serializeCommit(c: { tree: string; parents: string[]; author: ParsedPerson; committer: ParsedPerson; message: string }): Buffer {
+  const who = (p: ParsedPerson) => {
+    // isomorphic-git's formatTimezoneOffset, -0 ("-0000") kept
+    const east = p.timezoneOffset === 0 ? p.timezoneOffset : -p.timezoneOffset;
+    const sign = Math.sign(east) || (Object.is(east, -0) ? -1 : 1);
+    const abs = Math.abs(p.timezoneOffset);
+    return `${p.name} <${p.email}> ${p.timestamp} ${sign === -1 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}${String(abs % 60).padStart(2, '0')}`;
+  };
+  const message = `${c.message.replace(/\r/g, '').replace(/^\n+/, '').replace(/\n+$/, '')}\n`;
+  return Buffer.from(`tree ${c.tree}\n${c.parents.map((p) => `parent ${p}\n`).join('')}author ${who(c.author)}\ncommitter ${who(c.committer)}\n\n${message}`, 'utf8');
 }

@@ -1,7 +1,7 @@
 import { parseImageRef } from '../history/image-ref.ts';
 import type { KubeObject } from '../observe/types.ts';
 import { groupKind } from '../observe/types.ts';
-import { KUSTOMIZATION_FILES, loadAllSafe, nodesOf, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
+import { KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
 import { scopeGraph, settersOf } from './scope.ts';
 import { sourceIgnore } from './sourceignore.ts';
@@ -52,6 +52,10 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
   const repoSpec: Rec = isRec(gitRepository?.spec) ? gitRepository.spec : {};
   const ignore = await sourceIgnore(view, rootDir, typeof repoSpec.ignore === 'string' ? repoSpec.ignore : undefined);
   const rules: WalkRules = { engine: 'Flux', symlinks: 'drop', load: 'anywhere', ignored: ignore.ignored, helm: false, memoKey: `flux|${ignore.key}` };
+  // a reader that fetches on demand gets the graph's kustomizations (and, for the kustomization
+  // Flux generates, every manifest) in one request rather than one at a time
+  if (await kustomizationIn(view, rootDir, rules)) await prefetchGraph(view, rootDir);
+  else await view.prefetch(rootDir, 'manifests', (n) => KUSTOMIZATION_FILES.includes(n) || /\.ya?ml$/.test(n));
   let generated: string[] | undefined;
   const scanErrors: string[] = [];
   const graph = await walkGraph(view, rootDir, rules, async () => {
@@ -207,6 +211,7 @@ registerEngine({
     const scoped = await scopeGraph(view, graph.root, scope);
     const inputs = new Map<string, ModelInput>(scoped.inputs.map((i) => [i.path, i]));
     for (const f of graph.ignoreFiles) inputs.set(f.path, { path: f.path, digest: f.oid, role: 'config' });
+    await view.prefetchBlobs(scoped.contentFiles.map((f) => f.oid));
     const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
     const files = new Map([...graph.files].map(([p, f]) => [p, f.oid]));
     return {

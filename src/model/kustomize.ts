@@ -486,6 +486,45 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
   return graph;
 }
 
+/**
+ * For a reader that fetches on demand (git over HTTPS, blob-less): the kustomization files of the
+ * graph rooted at `dir`, asked for a level at a time (the folders a level's kustomizations name
+ * are the next level), so that the walk reads them locally: a few requests for a graph of
+ * thousands of applications, and only the files the graph can reach. A hint only: the walk reads
+ * what it reads either way, and what this misses is fetched when read.
+ */
+export async function prefetchGraph(view: TreeView, dir: string): Promise<void> {
+  if (!view.prefetches) return;
+  const seen = new Set<string>([dir]);
+  for (let level = [dir]; level.length > 0 && seen.size < 200_000; ) {
+    const found: Array<{ dir: string; oid: string }> = [];
+    for (const d of level) {
+      const tree = await view.treeOidAt(d);
+      if (tree === undefined) continue;
+      const entries = await view.entriesOf(tree);
+      for (const name of KUSTOMIZATION_FILES) {
+        const e = entries.get(name);
+        if (e?.type === 'blob' && e.mode !== '120000') found.push({ dir: d, oid: e.oid });
+      }
+    }
+    await view.prefetchBlobs(found.map((f) => f.oid));
+    const next: string[] = [];
+    for (const f of found) {
+      const doc = (await view.parse('kustomization', f.oid, parseKustomization)) as Rec;
+      const named = [...strings(doc.resources), ...strings(doc.bases), ...strings(doc.components)];
+      for (const field of ['generators', 'transformers', 'validators'] as const) named.push(...strings(doc[field]).filter((x) => !x.includes('\n')));
+      for (const entry of named) {
+        if (isRemote(entry)) continue;
+        const target = joinInside(f.dir, entry);
+        if (target === undefined || seen.has(target)) continue;
+        seen.add(target);
+        if ((await view.treeOidAt(target)) !== undefined) next.push(target);
+      }
+    }
+    level = next;
+  }
+}
+
 function safeLoad(text: string): unknown {
   try {
     return jsYaml.load(text);

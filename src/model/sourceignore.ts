@@ -26,6 +26,28 @@ interface Pattern {
   /** the folder the pattern is scoped to ("" = the repository root) */
   domain: string;
   matcher: Ignore;
+  /** false only when the pattern can match neither the path nor a folder above it (a cheap test before `ignore`'s) */
+  mayMatch: (rel: string) => boolean;
+}
+
+/**
+ * A pattern that names one path segment literally, or by a leading `*` (`.gitignore`, `*.jpg`,
+ * `**\/.sops.yaml`, `.github/`, negated or not) matches a path only through a segment equal to
+ * that name or ending with that suffix; anything else is left to `ignore` itself.
+ */
+function pattern(domain: string, line: string): Pattern {
+  const matcher = ignore().add(line);
+  const body = line.replace(/\s+$/, '').replace(/^!/, '').replace(/^\//, '').replace(/^\*\*\//, '').replace(/\/$/, '');
+  let mayMatch: (rel: string) => boolean = () => true;
+  if (body !== '' && !body.includes('/') && !/[?[\]\\\s!#]/.test(body)) {
+    const star = body.indexOf('*');
+    if (star < 0) mayMatch = (rel) => rel === body || rel.startsWith(`${body}/`) || rel.endsWith(`/${body}`) || rel.includes(`/${body}/`);
+    else if (star === 0 && !body.slice(1).includes('*')) {
+      const suffix = body.slice(1);
+      mayMatch = (rel) => rel.split('/').some((segment) => segment.endsWith(suffix));
+    }
+  }
+  return { domain, matcher, mayMatch };
 }
 
 export type IgnoreRule = (file: string, isDir: boolean) => boolean;
@@ -60,16 +82,17 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
   for (const f of files) {
     const dir = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
     const text = Buffer.from(await view.read(f.oid)).toString('utf8');
-    for (const line of patternLines(text)) user.push({ domain: dir, matcher: ignore().add(line) });
+    for (const line of patternLines(text)) user.push(pattern(dir, line));
   }
-  if (specIgnore) for (const line of patternLines(specIgnore)) user.push({ domain: '', matcher: ignore().add(line) });
-  const defaults = (user.length > 0 ? EXCLUDE_VCS : [...EXCLUDE_VCS, ...EXCLUDE_EXT, ...EXCLUDE_CI, ...EXCLUDE_EXTRA]).map((p) => ({ domain: '', matcher: ignore().add(p) }));
+  if (specIgnore) for (const line of patternLines(specIgnore)) user.push(pattern('', line));
+  const defaults = (user.length > 0 ? EXCLUDE_VCS : [...EXCLUDE_VCS, ...EXCLUDE_EXT, ...EXCLUDE_CI, ...EXCLUDE_EXTRA]).map((p) => pattern('', p));
   const patterns = [...defaults, ...user];
   const matches = (file: string, isDir: boolean): boolean => {
     let ignored = false;
     for (const p of patterns) {
       if (p.domain && !file.startsWith(`${p.domain}/`)) continue;
       const rel = p.domain ? file.slice(p.domain.length + 1) : file;
+      if (!p.mayMatch(rel)) continue;
       const r = p.matcher.test(isDir ? `${rel}/` : rel);
       if (r.ignored) ignored = true;
       else if (r.unignored) ignored = false;

@@ -117,8 +117,9 @@ export class ObjectCache {
     let p = this.trees.get(oid);
     if (!p) {
       p = this.reader.readTree(oid).then((items) => {
+        // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
         const byName = new Map<string, TreeEntry>();
-        for (const e of items) byName.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
+        for (const e of items) byName.set(e.path, e as TreeItem & TreeEntry);
         return { items, byName };
       });
       this.trees.set(oid, p);
@@ -271,6 +272,41 @@ export class TreeView {
   /** The entries of a tree by oid, recording nothing: for a walk memoised by that oid (its caller recorded the oid). */
   entriesOf(treeOid: string): Promise<Map<string, TreeEntry>> {
     return this.cache.index(treeOid);
+  }
+
+  /**
+   * Tells a reader that fetches on demand (git over HTTPS) which files below `dir` a build is
+   * about to read (those whose name `wanted` accepts, `kind` naming the rule), so it asks for them
+   * in one request. Records nothing: it reads only trees. Nothing is done for a reader that reads
+   * locally.
+   */
+  /** True when the reader fetches on demand and takes hints of what is read next (RepoReader.prefetch). */
+  get prefetches(): boolean {
+    return Boolean(this.cache.reader.prefetch) && !this.changed;
+  }
+
+  /** Tells the reader these blobs are read next (nothing for a reader that reads locally). */
+  async prefetchBlobs(oids: string[]): Promise<void> {
+    if (this.prefetches && oids.length > 0) await this.cache.reader.prefetch!(oids);
+  }
+
+  async prefetch(dir: string, kind: string, wanted: (name: string) => boolean): Promise<void> {
+    const reader = this.cache.reader;
+    if (!reader.prefetch || this.changed) return;
+    const walk = async (oid: string): Promise<string[]> => {
+      const key = `prefetch|${kind}|${oid}`;
+      const known = this.cache.memo.get(key) as string[] | undefined;
+      if (known) return known;
+      const out: string[] = [];
+      for (const [name, e] of await this.cache.index(oid)) {
+        if (e.type === 'tree') out.push(...(await walk(e.oid)));
+        else if (e.type === 'blob' && e.mode !== SYMLINK && wanted(name)) out.push(e.oid);
+      }
+      this.cache.memo.set(key, out);
+      return out;
+    };
+    const oid = await this.treeOidAt(dir);
+    if (oid !== undefined) await reader.prefetch(await walk(oid));
   }
 
   /** The entries of a folder by name (empty when it is not a folder). Shared: never change the map. */

@@ -56,6 +56,12 @@ export interface RepoReader {
   readTree(oid: string): Promise<TreeItem[]>;
   /** True when `ancestor` is reachable from `descendant` (or equal to it). */
   isAncestor(ancestor: string, descendant: string): Promise<boolean>;
+  /**
+   * A hint: these blobs will be read soon. A backend that fetches objects on demand (git over
+   * HTTPS, blob-less) asks for the missing ones in one request instead of one each; others need
+   * not implement it.
+   */
+  prefetch?(oids: string[]): Promise<void>;
 }
 
 /** One file operation of a Change: write a blob (by existing oid, or by content) or delete. */

@@ -69,9 +69,28 @@ export class Mirror {
   has(oid: string): boolean {
     if (this.hasPacked(oid)) return true;
     if (fs.existsSync(path.join(this.gitdir, 'objects', oid.slice(0, 2), oid.slice(2)))) return true;
-    // another process may have added a pack since
-    this.indexes = undefined;
-    return this.hasPacked(oid);
+    // another process may have added a pack since: only the new indexes are read
+    return this.loadNewPacks() && this.hasPacked(oid);
+  }
+
+  /** Those of `oids` the mirror lacks (the pack folder listed once for all of them). */
+  missing(oids: string[]): string[] {
+    const lacking = (list: string[]) => list.filter((o) => !this.hasPacked(o) && !fs.existsSync(path.join(this.gitdir, 'objects', o.slice(0, 2), o.slice(2))));
+    const first = lacking(oids);
+    return first.length > 0 && this.loadNewPacks() ? lacking(first) : first;
+  }
+
+  /** Reads the indexes of packs added since they were listed; true when there were any. */
+  private loadNewPacks(): boolean {
+    const known = this.packIndexes();
+    const dir = path.join(this.gitdir, 'objects', 'pack');
+    let added = false;
+    for (const n of fs.readdirSync(dir)) {
+      if (!n.endsWith('.idx') || known.has(n)) continue;
+      known.set(n, fs.readFileSync(path.join(dir, n)));
+      added = true;
+    }
+    return added;
   }
 
   /** Whether the object is in a pack: it came from the remote, so the remote has it (and all it names). */

@@ -64,6 +64,8 @@ const SKEW_SECONDS = 86_400;
 const PUSH_RACE_ATTEMPTS = 4;
 /** At most this many listed file contents wait to be fetched together (target folders are small). */
 const PREFETCH_MAX = 500;
+/** Blobs asked for in one fetch when a read announces many (a request's size stays reasonable: 41 bytes a want). */
+const PREFETCH_BATCH = 20_000;
 
 /** The object a failed isomorphic-git read lacked, when that is why it failed. */
 function missingOid(error: unknown): string | undefined {
@@ -142,6 +144,17 @@ export class RemoteRepo implements RepoBackend {
   private async filter(): Promise<string | undefined> {
     const up = await this.capabilities();
     return up.filter && up.wantAny ? 'blob:none' : undefined;
+  }
+
+  /**
+   * Deepening the history brings commits only (`tree:0`) where the server filters and sends
+   * objects by id: a walk down the history reads commits (the guards read messages for the
+   * cooldown window), and the trees of the few commits a model needs are fetched when read, each
+   * with its subtrees minus what the mirror's heads already have.
+   */
+  private async deepenFilter(): Promise<string | undefined> {
+    const up = await this.capabilities();
+    return up.filter && up.wantAny ? 'tree:0' : undefined;
   }
 
   /** Runs fetches one after another (the shallow file and refs change between them). */
@@ -243,7 +256,7 @@ export class RemoteRepo implements RepoBackend {
         if (kind === 'commit') {
           const step = this.deepenStep;
           this.deepenStep = Math.min(MAX_DEEPEN, step * 2);
-          await this.fetchInto({ wants: [oid], haves, deepen: step, filter: await this.filter() });
+          await this.fetchInto({ wants: [oid], haves, deepen: step, filter: await this.deepenFilter() });
         } else {
           const together = [oid, ...[...this.listed].filter((o) => o !== oid && !this.mirror.has(o))];
           this.listed.clear();
@@ -335,6 +348,20 @@ export class RemoteRepo implements RepoBackend {
   async pathOid(commit: string, p: string): Promise<string | undefined> {
     await this.readCommit(commit);
     return this.withObjects('object', () => this.local.pathOid(commit, p));
+  }
+
+  /** The missing ones of these blobs, in one fetch per PREFETCH_BATCH (the model reads a graph's kustomizations together). */
+  async prefetch(oids: string[]): Promise<void> {
+    // a server that sends only what its refs reach sent whole trees and files with the history
+    if (!(await this.capabilities()).wantAny) return;
+    const missing = this.mirror.missing([...new Set(oids)]);
+    for (let i = 0; i < missing.length; i += PREFETCH_BATCH) {
+      const batch = missing.slice(i, i + PREFETCH_BATCH);
+      await this.serial(async () => {
+        const still = this.mirror.missing(batch);
+        if (still.length > 0) await this.fetchInto({ wants: still, haves: this.localHeads(), filter: await this.filter() });
+      });
+    }
   }
 
   readBlob(oid: string): Promise<Uint8Array> {
