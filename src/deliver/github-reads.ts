@@ -43,6 +43,10 @@ const SIBLING_FOLDERS = 6;
 /** The newest versions of a path whose contents a fill reads along (the head's, the last-known-good's…). */
 const VERSIONS = 4;
 const BLOB_BATCH = 30;
+/** Blobs read in one query when a reader announces them (RepoReader.prefetch): a graph's kustomizations, a few hundred bytes each. */
+const PREFETCH_BATCH = 400;
+/** A tree walked whole comes in one recursive REST listing when the cache lacks this many of its folders (a cold start); else folder by folder. */
+const LIST_WHOLE_WHEN_MISSING = 24;
 
 const COMMIT_FIELDS = 'oid message tree { oid } parents(first: 10) { totalCount nodes { oid } } author { name email date } committer { name email date }';
 const BLOB_FIELDS = 'oid byteSize isBinary isTruncated text';
@@ -50,6 +54,8 @@ const ENTRY = 'name mode oid type';
 const TREE_FIELDS = `oid entries { ${ENTRY} object { ... on Blob { ${BLOB_FIELDS} } ... on Tree { oid entries { ${ENTRY} object { ... on Blob { ${BLOB_FIELDS} } ... on Tree { oid entries { ${ENTRY} object { ... on Blob { ${BLOB_FIELDS} } } } } } } } } }`;
 /** A tree entry's object: a folder (three levels, with texts) or a file's text. */
 const CONTENTS = `oid object { ... on Tree { ${TREE_FIELDS} } ... on Blob { ${BLOB_FIELDS} } }`;
+/** A tree and its sub-folders' entries, without file contents (the model reads folders; it asks for the files it reads). */
+const LEAN_TREE = `oid entries { ${ENTRY} object { ... on Tree { oid entries { ${ENTRY} } } } }`;
 
 interface GqlActor {
   name: string | null;
@@ -446,7 +452,7 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
   private async readTreeNow(oid: string): Promise<TreeItem[]> {
     let entries = this.trees.get(oid);
     if (!entries) {
-      await this.fetchTrees([oid]);
+      await this.fetchTrees([oid], LEAN_TREE);
       entries = this.trees.get(oid);
     }
     if (!entries) {
@@ -458,18 +464,19 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
     return entries;
   }
 
-  /** Trees (three levels deep) with the texts of their files, in one query. */
-  private async fetchTrees(oids: string[]): Promise<void> {
+  /** Trees (three levels deep) with the texts of their files, in one query (`fields`: what of them). */
+  private async fetchTrees(oids: string[], fields = TREE_FIELDS): Promise<void> {
     const vars: Record<string, unknown> = { ...this.names };
     const parts = oids.map((oid, i) => {
       vars[`t${i}`] = oid;
-      return `t${i}: object(oid: $t${i}) { ... on Tree { ${TREE_FIELDS} } }`;
+      return `t${i}: object(oid: $t${i}) { ... on Tree { ${fields} } }`;
     });
     const doc = `query($owner: String!, $name: String!, ${oids.map((_, i) => `$t${i}: GitObjectID!`).join(', ')}) { repository(owner: $owner, name: $name) { ${parts.join(' ')} } }`;
     const data = await this.opts.gql.query<{ repository: Record<string, GqlTree | null> }>(`reading ${oids.length === 1 ? `tree ${oids[0]}` : `${oids.length} trees`}`, undefined, doc, vars);
     for (const [i] of oids.entries()) {
       const t = data.repository[`t${i}`];
-      if (t?.entries) this.rememberTree(t.oid, t.entries);
+      // a lean listing (no texts) names files the reader may never read: they do not wait to be fetched together
+      if (t?.entries) this.rememberTree(t.oid, t.entries, fields === TREE_FIELDS);
     }
   }
 
@@ -480,12 +487,89 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
     else if ('byteSize' in o) this.rememberBlob(o as GqlBlob);
   }
 
-  private rememberTree(oid: string, entries: GqlTreeEntry[]): void {
+  private rememberTree(oid: string, entries: GqlTreeEntry[], pending = true): void {
     this.trees.set(oid, entries.map((e) => ({ path: e.name, oid: e.oid, mode: octalMode(e.mode), type: e.type })));
     for (const e of entries) {
-      if (e.type === 'tree' && e.object?.entries) this.rememberTree(e.oid, e.object.entries);
+      if (e.type === 'tree' && e.object?.entries) this.rememberTree(e.oid, e.object.entries, pending);
       else if (e.type === 'blob' && e.object && 'byteSize' in e.object) this.rememberBlob(e.object as GqlBlob);
-      else if (e.type === 'blob' && !this.blobs.has(e.oid)) this.pendingBlobs.add(e.oid);
+      else if (pending && e.type === 'blob' && !this.blobs.has(e.oid)) this.pendingBlobs.add(e.oid);
+    }
+  }
+
+  /**
+   * A tree about to be walked whole (the model's graph, the .sourceignore search): when the cache
+   * lacks many of its folders (a cold start), the whole of it in one recursive REST listing
+   * (git/trees?recursive=1, up to 100,000 entries) instead of one query per folder; when it lacks
+   * only a few (a warm run: the folders that changed), they are read one by one as walked.
+   */
+  async prefetchTrees(oids: string[]): Promise<void> {
+    for (const oid of oids) {
+      if (this.missingTrees(oid, LIST_WHOLE_WHEN_MISSING) < LIST_WHOLE_WHEN_MISSING) continue;
+      await this.serial(async () => {
+        if (this.missingTrees(oid, LIST_WHOLE_WHEN_MISSING) < LIST_WHOLE_WHEN_MISSING) return;
+        const { data } = await this.opts.call(`reading tree ${oid}`, () => this.opts.octokit.rest.git.getTree({ owner: this.opts.owner, repo: this.opts.repo, tree_sha: oid, recursive: '1' }));
+        if (data.truncated) return; // too large for one listing: folder by folder
+        const byFolder = new Map<string, TreeItem[]>([['', []]]);
+        const oidOf = new Map<string, string>([['', oid]]);
+        for (const e of data.tree) {
+          const p = e.path ?? '';
+          const slash = p.lastIndexOf('/');
+          const folder = slash < 0 ? '' : p.slice(0, slash);
+          const item: TreeItem = { path: p.slice(slash + 1), oid: e.sha ?? '', mode: octalMode(parseInt(e.mode ?? '0', 8)), type: e.type ?? '' };
+          let items = byFolder.get(folder);
+          if (!items) byFolder.set(folder, (items = []));
+          items.push(item);
+          if (item.type === 'tree') {
+            oidOf.set(p, item.oid);
+            if (!byFolder.has(p)) byFolder.set(p, []);
+          }
+        }
+        for (const [folder, items] of byFolder) {
+          const treeOid = oidOf.get(folder);
+          if (treeOid && !this.trees.has(treeOid)) this.trees.set(treeOid, items);
+        }
+      });
+    }
+  }
+
+  /** How many folders below the tree `oid` the cache lacks (counted up to `limit`). */
+  private missingTrees(oid: string, limit: number): number {
+    let missing = 0;
+    const stack = [oid];
+    const seen = new Set<string>();
+    while (stack.length > 0 && missing < limit) {
+      const t = stack.pop()!;
+      if (seen.has(t)) continue;
+      seen.add(t);
+      const entries = this.trees.get(t);
+      if (!entries) {
+        missing++;
+        continue;
+      }
+      for (const e of entries) if (e.type === 'tree') stack.push(e.oid);
+    }
+    return missing;
+  }
+
+  /** Blobs about to be read: the missing ones in queries of PREFETCH_BATCH. */
+  async prefetch(oids: string[]): Promise<void> {
+    const missing = [...new Set(oids)].filter((o) => !this.blobs.has(o) && /^[0-9a-f]{40}$/.test(o));
+    for (let i = 0; i < missing.length; i += PREFETCH_BATCH) {
+      const batch = missing.slice(i, i + PREFETCH_BATCH);
+      await this.serial(async () => {
+        const still = batch.filter((o) => !this.blobs.has(o));
+        if (still.length === 0) return;
+        const vars: Record<string, unknown> = { ...this.names };
+        const doc = `query($owner: String!, $name: String!, ${still.map((_, j) => `$b${j}: GitObjectID!`).join(', ')}) { repository(owner: $owner, name: $name) { ${still.map((o, j) => {
+          vars[`b${j}`] = o;
+          return `b${j}: object(oid: $b${j}) { ... on Blob { ${BLOB_FIELDS} } }`;
+        }).join(' ')} } }`;
+        const data = await this.opts.gql.query<{ repository: Record<string, GqlBlob | null> }>(`reading ${still.length} blobs`, undefined, doc, vars);
+        for (const [j] of still.entries()) {
+          const b = data.repository[`b${j}`];
+          if (b && 'byteSize' in b) this.rememberBlob(b);
+        }
+      });
     }
   }
 

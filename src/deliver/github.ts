@@ -290,6 +290,16 @@ class GitHubRepo implements GitHubBackend {
     return this.reads.readTree(sha);
   }
 
+  /** RepoReader.prefetch: the blobs a model reads next, many to a query. */
+  prefetch(oids: string[]): Promise<void> {
+    return this.reads.prefetch(oids);
+  }
+
+  /** RepoReader.prefetchTrees: a tree walked whole, in one listing on a cold start. */
+  prefetchTrees(oids: string[]): Promise<void> {
+    return this.reads.prefetchTrees(oids);
+  }
+
   readBlob(oid: string): Promise<Uint8Array> {
     return this.reads.readBlob(oid);
   }

@@ -50,6 +50,8 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
   const name = `Kustomization ${kustomization.metadata.namespace ? `${kustomization.metadata.namespace}/` : ''}${kustomization.metadata.name}`;
   const rootDir = joinInside('', String(spec.path ?? './')) ?? '';
   const repoSpec: Rec = isRec(gitRepository?.spec) ? gitRepository.spec : {};
+  // a backend that can list the folder in one request does so before it is walked (the .sourceignore search reads every folder)
+  await view.prefetchTree(rootDir);
   const ignore = await sourceIgnore(view, rootDir, typeof repoSpec.ignore === 'string' ? repoSpec.ignore : undefined);
   const rules: WalkRules = { engine: 'Flux', symlinks: 'drop', load: 'anywhere', ignored: ignore.ignored, helm: false, memoKey: `flux|${ignore.key}` };
   // a reader that fetches on demand gets the graph's kustomizations (and, for the kustomization

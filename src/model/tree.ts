@@ -285,6 +285,14 @@ export class TreeView {
     return Boolean(this.cache.reader.prefetch) && !this.changed;
   }
 
+  /** Tells the reader the folder at `dir` is about to be walked whole (a backend may list it in one request). */
+  async prefetchTree(dir: string): Promise<void> {
+    const reader = this.cache.reader;
+    if (!reader.prefetchTrees || this.changed) return;
+    const oid = await this.treeOidAt(dir);
+    if (oid !== undefined) await reader.prefetchTrees([oid]);
+  }
+
   /** Tells the reader these blobs are read next (nothing for a reader that reads locally). */
   async prefetchBlobs(oids: string[]): Promise<void> {
     if (this.prefetches && oids.length > 0) await this.cache.reader.prefetch!(oids);

@@ -62,6 +62,8 @@ export interface RepoReader {
    * not implement it.
    */
   prefetch?(oids: string[]): Promise<void>;
+  /** A hint: these trees will be walked whole soon (a backend that lists a tree recursively in one request may do so). */
+  prefetchTrees?(oids: string[]): Promise<void>;
 }
 
 /** One file operation of a Change: write a blob (by existing oid, or by content) or delete. */
