@@ -69,6 +69,8 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   };
   collectOutside(root);
   const readIdentities = scope.objects.length > 0 && outside.size <= MAX_IDENTITY_READS;
+  // a reader that fetches on demand gets them in one request, not one each (nothing for a local reader)
+  if (readIdentities) await view.prefetchBlobs([...outside]);
   if (scope.objects.length > 0 && !readIdentities) notes.push(`the build has more than ${MAX_IDENTITY_READS} resource files outside the target's paths: the target's objects are recognised by its paths only`);
 
   const declares = async (f: GraphFile): Promise<boolean> => {
