@@ -360,7 +360,8 @@ export default async function* () {
           const p = jobProcess(backend, o.location, repoFile, { flags });
           await p.run(first);
           o.traffic();
-          const clock = { at: Date.parse(repo.now) / 1000 };
+          // GitHub stamps the revert it wrote with the server's clock: the next failures come after it (else the cooldown holds them)
+          const clock = { at: Math.max(Date.parse(repo.now) / 1000, Math.ceil(Date.now() / 1000)) };
           for (let rep = 1; rep <= REPS; rep++) {
             const f = nextFailure(served, repo, rep, clock);
             const before = backend === 'git-remote' ? server.log.length : undefined;
