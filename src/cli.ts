@@ -171,6 +171,33 @@ program
     }
   });
 
+program
+  .command('log')
+  .description('what lastgood did to each target, newest first: reverts and whether they still hold, requests, verified records, people\'s reverts (reads only)')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .option('--target <name>', 'only this target')
+  .option('--since <when>', 'how far back: a duration (7d, 36h) or an ISO 8601 time (default: 30d)')
+  .option('--repo <path|url>', 'the config repository (overrides repo.url)')
+  .option('--now <time>', 'the clock, ISO 8601 (default: now)')
+  .option('--json', 'print one JSON document (templates/log.schema.json)')
+  .option('--markdown', 'print Markdown (an incident report, a job summary)')
+  .action(async (o: { config: string; target?: string; since?: string; repo?: string; now?: string; json?: boolean; markdown?: boolean }) => {
+    if (o.json && o.markdown) throw new InputError('log: --json and --markdown cannot be used together');
+    const config = await loadConfig(o.config);
+    const now = await parseNow(o.now);
+    const targets = (await engine()).selectTargets(config, o.target);
+    const { readAuditLog, sinceFrom } = await import('./audit/timeline.ts');
+    const { parseDuration } = await import('./config/duration.ts');
+    const { parseTime } = await import('./observe/times.ts');
+    const window = sinceFrom(o.since, now, { duration: parseDuration, time: parseTime });
+    if ('error' in window) throw new InputError(window.error);
+    const repo = await repoFor(config, o.config, o.repo);
+    const log = await readAuditLog({ repo, branch: config.repo.branch, targets: targets.map((t) => ({ name: t.name, paths: t.paths })), since: window.since, why: window.why, now });
+    const { formatLogJson, formatLogMarkdown, formatLogText } = await import('./audit/format.ts');
+    const { terminalStyle } = await import('./report/text.ts');
+    process.stdout.write(o.json ? formatLogJson(log) : o.markdown ? formatLogMarkdown(log) : formatLogText(log, { color: terminalStyle(process.stdout, process.env)?.color ?? false }));
+  });
+
 clusterOptions(program
   .command('run'))
   .description('check every target and revert those whose policy says so')
@@ -276,10 +303,11 @@ program
 
 program
   .command('schema')
-  .description('print the JSON Schema of lastgood.yaml')
-  .action(async () => {
-    const { configJsonSchema } = await import('./config/schema.ts');
-    process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + '\n');
+  .description('print the JSON Schema of lastgood.yaml (--log: of the `lastgood log --json` document)')
+  .option('--log', 'the schema of `lastgood log --json`')
+  .action(async (o: { log?: boolean }) => {
+    const schema = o.log ? (await import('./audit/schema.ts')).logJsonSchema() : (await import('./config/schema.ts')).configJsonSchema();
+    process.stdout.write(JSON.stringify(schema, null, 2) + '\n');
   });
 
 program

@@ -5,7 +5,7 @@ import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../errors.ts';
 import type { NotesStore } from '../history/notes.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend } from '../repo/types.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../repo/types.ts';
 import { reviewBranch } from './branch.ts';
 import { checkEntryName, symlinkFolderRefusal, type TreeItem } from './tree-walk.ts';
 import { GitHubGraphQL, protectionMessage, protectionRule, type GraphQLErrorItem, type Permission } from './github-graphql.ts';
@@ -725,6 +725,38 @@ class GitHubRepo implements GitHubBackend {
       await new Promise((r) => setTimeout(r, unit * (attempt + 1))); // GitHub computes mergeability in the background
     }
     warn(`auto-merge of #${number} skipped: GitHub does not report it mergeable`);
+  }
+
+  /**
+   * RepoBackend.reviewRequests (`lastgood log`, reads only: `pull-requests: read`): the pull
+   * requests into `base` from this repository's `branchPrefix…` branches, newest update first,
+   * listed 100 a page (REST `pulls.list`, sort=updated) until the pages reach `since`.
+   */
+  async reviewRequests(query: ReviewRequestQuery): Promise<ReviewRequest[]> {
+    const since = query.since?.getTime();
+    const own = `${this.owner}/${this.repo}`.toLowerCase();
+    const pulls = await this.call('listing pull requests', undefined, () =>
+      this.octokit.paginate(this.octokit.rest.pulls.list, { ...this.repoArgs, state: 'all', base: query.base, sort: 'updated', direction: 'desc', per_page: 100 }, (response, done) => {
+        const page = response.data;
+        // sorted by update: once a page ends before `since`, the later pages are older still
+        if (since !== undefined && page.length > 0 && Date.parse(page[page.length - 1]!.updated_at) < since) done();
+        return page;
+      }),
+    );
+    const out: ReviewRequest[] = [];
+    for (const p of pulls) {
+      if (!p.head.ref.startsWith(query.branchPrefix) || p.head.repo?.full_name.toLowerCase() !== own) continue;
+      const state = p.merged_at ? 'merged' : p.state === 'open' ? 'open' : 'closed';
+      const times = [p.created_at, p.updated_at, p.merged_at, p.closed_at].filter((x): x is string => Boolean(x)).map(Date.parse);
+      if (since !== undefined && state !== 'open' && !times.some((t) => t >= since)) continue;
+      out.push({
+        noun: 'pull request', number: p.number, url: p.html_url, branch: p.head.ref, head: p.head.sha, title: p.title, state,
+        createdAt: p.created_at, updatedAt: p.updated_at,
+        ...(p.merged_at ? { mergedAt: p.merged_at } : {}), ...(p.closed_at ? { closedAt: p.closed_at } : {}),
+        ...(p.merged_at && p.merge_commit_sha ? { mergeCommit: p.merge_commit_sha } : {}),
+      });
+    }
+    return out;
   }
 
   /** Closes the open lastgood PRs of a target (branch prefix `lastgood/<target>/`), except `keepBad`'s. */

@@ -107,6 +107,18 @@ export class LocalRepo implements RepoBackend {
     return info;
   }
 
+  /** RepoBackend.branches: the branches under `prefix` (loose and packed refs) and their tips, read only. */
+  async branches(prefix: string): Promise<Map<string, string>> {
+    const folder = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
+    const names = await git.listRefs({ fs, gitdir: this.layout.gitdir, filepath: `refs/heads${folder ? `/${folder}` : ''}` });
+    const out = new Map<string, string>();
+    for (const name of names.map((n) => (folder ? `${folder}/${n}` : n)).filter((n) => n.startsWith(prefix)).sort()) {
+      const oid = await readRef(this.layout.gitdir, `refs/heads/${name}`);
+      if (oid) out.set(name, oid);
+    }
+    return out;
+  }
+
   async listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
     return filesUnder(this.readTreeBound, (await this.readCommit(commit)).tree, paths);
   }

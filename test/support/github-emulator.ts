@@ -532,7 +532,13 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
         .filter((p) => state === 'all' || p.state === state)
         .filter((p) => !head || `${opts.owner}:${p.head}` === head || (!head.includes(':') && p.head === head))
         .filter((p) => !baseBranch || p.base === baseBranch)
-        .sort((a, b) => b.number - a.number);
+        // GitHub: sort created (default) or updated; direction desc by default for created, asc otherwise
+        .sort((a, b) => {
+          const by = q.get('sort') === 'updated' ? (x: EmulatedPull) => x.updated : (x: EmulatedPull) => x.created;
+          const desc = (q.get('direction') ?? (q.get('sort') === 'updated' ? 'asc' : 'desc')) === 'desc';
+          const order = by(a) === by(b) ? a.number - b.number : by(a) < by(b) ? -1 : 1;
+          return desc ? -order : order;
+        });
       const { perPage, pageNo, from } = page(q, 30);
       return { status: 200, body: await Promise.all(matching.slice(from, from + perPage).map(pullSimple)), headers: linkHeader(rawPath, q, pageNo, perPage, matching.length) };
     },

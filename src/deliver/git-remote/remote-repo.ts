@@ -371,6 +371,12 @@ export class RemoteRepo implements RepoBackend {
     return false;
   }
 
+  /** RepoBackend.branches: the remote's branches under `prefix` and their tips (one ref listing; nothing fetched). */
+  async branches(prefix: string): Promise<Map<string, string>> {
+    const refs = await (await this.capabilities()).listRefs([`refs/heads/${prefix}`]);
+    return new Map([...refs].filter(([name]) => name.startsWith(`refs/heads/${prefix}`)).map(([name, oid]) => [name.slice('refs/heads/'.length), oid] as [string, string]).sort(([a], [b]) => a.localeCompare(b)));
+  }
+
   // ---- notes ---------------------------------------------------------------------------------
 
   notes(): NotesStore {
