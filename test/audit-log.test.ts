@@ -1,11 +1,11 @@
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
 import { AuditLogSchema, logJsonSchema, type AuditLog } from '../src/audit/schema.ts';
-import { lastgood, ROOT } from './support/cli.ts';
+import { BIN, lastgood, ROOT } from './support/cli.ts';
 import { git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
@@ -229,6 +229,17 @@ test('log through a local working copy: every revert, whether it holds, the pers
     `${pad}evidence: ${evidence('api')[0]}`,
     '',
   ].join('\n'));
+
+  // on a terminal (script(1) gives one) the same text, coloured; NO_COLOR keeps it plain
+  const inPty = (env: Record<string, string>) => spawnSync('script', ['-qec', [process.execPath, BIN, 'log', '--now', NOW, '--config', h.config].map((a) => `'${a}'`).join(' '), '/dev/null'], { encoding: 'utf8', env: { ...process.env, ...env } });
+  if (spawnSync('script', ['--version']).error) t.log('script(1) is not installed: the terminal output is not checked');
+  else {
+    const tty = inPty({}).stdout.replace(/\r\n/g, '\n');
+    t.regex(tty, /\x1b\[31mperson revert\x1b\[0m/);
+    t.regex(tty, /; \x1b\[32mholds\x1b\[0m/);
+    t.is(tty.replace(/\x1b\[[\d;]*m/g, ''), text.stdout, 'the colours are all that differ');
+    t.is(inPty({ NO_COLOR: '1' }).stdout.replace(/\r\n/g, '\n'), text.stdout);
+  }
 
   // a window: --since a time leaves out what came before it, and says where it stopped
   const recent = await logJson(h.config, ['--since', '2026-11-10T10:05:00Z', '--target', 'web']);
