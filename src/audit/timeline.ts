@@ -223,39 +223,50 @@ function pathKeys(repo: RepoBackend, paths: string[]) {
 }
 
 /**
- * Whether a revert still holds, from the branch's commits after it, oldest first: a later lastgood
- * revert of the target supersedes it; a commit that `git revert`s it, or sets the target paths back
- * to what they were before it, undoes it (a person's revert, listed as its own entry); other
- * changes of the paths are later releases.
+ * Whether a revert still holds, from the branch's commits after it: a later lastgood revert of the
+ * target supersedes it; a commit that `git revert`s it, or sets the target paths back to what they
+ * were before it, undoes it (a person's revert, listed as its own entry); other changes of the
+ * paths are later releases. The common case costs one read: nothing ended it and the paths at the
+ * head are still as it left them. Otherwise the commits from it to what ended it are compared,
+ * oldest first (each commit's paths once per target, shared by the target's reverts).
  */
 async function holdsOf(landing: Landing, line: CommitInfo[], landingAt: Map<string, Landing>, keyAt: ReturnType<typeof pathKeys>): Promise<{ holds: Holds; person?: Omit<PersonRevertEntry, 'url'> }> {
-  const parentOid = landing.landed.parents[0];
-  const parent = line[landing.index + 1]?.oid === parentOid ? line[landing.index + 1] : undefined;
+  let endAt = -1;
+  let endHow: 'superseded' | 'git revert' | undefined;
+  for (let i = landing.index - 1; i >= 0 && endAt < 0; i--) {
+    const c = line[i]!;
+    const other = landingAt.get(c.oid);
+    if (other && other.record.target === landing.record.target) [endAt, endHow] = [i, 'superseded'];
+    else if (!other && revertsNamed(c.message).some((s) => landing.commit.oid.startsWith(s) || landing.landed.oid.startsWith(s))) [endAt, endHow] = [i, 'git revert'];
+  }
+  const after = await keyAt(landing.landed);
+  const holding: Holds = { state: 'holds', commit: null, at: null, author: null, subject: null, laterChanges: 0 };
+  if (endAt < 0 && line[0] && (await keyAt(line[0])) === after) return { holds: holding };
+
+  const parent = line[landing.index + 1]?.oid === landing.landed.parents[0] ? line[landing.index + 1] : undefined;
   const before = parent ? await keyAt(parent) : undefined;
-  let prev = { commit: landing.landed, key: await keyAt(landing.landed) };
   let later = 0;
   let newest: CommitInfo | undefined;
   const ended = (state: Holds['state'], c: CommitInfo): Holds => ({ state, commit: c.oid, at: iso(c.committer.timestamp), author: personOf(c), subject: subjectOf(c), laterChanges: later });
-  for (let i = landing.index - 1; i >= 0; i--) {
+  const person = (c: CommitInfo, how: PersonRevertEntry['how']) => ({
+    holds: ended('undone', c),
+    person: { kind: 'person-revert' as const, at: iso(c.committer.timestamp), commit: c.oid, author: personOf(c), subject: subjectOf(c), undid: landing.commit.oid, how },
+  });
+  let prev = { commit: landing.landed, key: after };
+  for (let i = landing.index - 1; i > endAt; i--) {
     const c = line[i]!;
-    const other = landingAt.get(c.oid);
-    if (other && other.record.target === landing.record.target) return { holds: ended('superseded', c) };
-    const named = other ? [] : revertsNamed(c.message);
     const key = await keyAt(c, prev);
     const changed = key !== prev.key;
     prev = { commit: c, key };
-    const person = (how: PersonRevertEntry['how']) => ({
-      holds: ended('undone', c),
-      person: { kind: 'person-revert' as const, at: iso(c.committer.timestamp), commit: c.oid, author: personOf(c), subject: subjectOf(c), undid: landing.commit.oid, how },
-    });
-    if (named.some((s) => landing.commit.oid.startsWith(s) || landing.landed.oid.startsWith(s))) return person('git revert');
     if (!changed) continue;
-    if (!other && before !== undefined && key === before) return person('content');
+    if (!landingAt.has(c.oid) && before !== undefined && key === before) return person(c, 'content');
     later++;
     newest = c;
   }
+  if (endHow === 'superseded') return { holds: ended('superseded', line[endAt]!) };
+  if (endHow === 'git revert') return person(line[endAt]!, 'git revert');
   if (newest) return { holds: { ...ended('released-since', newest), laterChanges: later } };
-  return { holds: { state: 'holds', commit: null, at: null, author: null, subject: null, laterChanges: 0 } };
+  return { holds: holding };
 }
 
 function revertEntry(l: Landing, holds: Holds, url: (sha: string) => string | null): RevertEntry {
