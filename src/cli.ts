@@ -270,6 +270,22 @@ clusterOptions(program
   });
 
 program
+  .command('status')
+  .description("what the running controller holds for each target: verdict, decision, what it waits for, last-known-good, last action (its GET /targets)")
+  .requiredOption('--controller <url>', "the controller's HTTP port, e.g. http://127.0.0.1:8080 after kubectl -n lastgood port-forward svc/lastgood-controller 8080")
+  .option('--json', 'print the JSON document as the controller serves it')
+  .action(async (o: { controller: string; json?: boolean }) => {
+    const { fetchTargets } = await import('./controller/status-client.ts');
+    const doc = await fetchTargets(o.controller);
+    if (o.json) {
+      process.stdout.write(JSON.stringify(doc, null, 2) + '\n');
+      return;
+    }
+    const { formatStatusTable } = await import('./controller/status.ts');
+    process.stdout.write(formatStatusTable(doc));
+  });
+
+program
   .command('install')
   .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -), or write them as a kustomize base")
   .requiredOption('--config <file>', 'lastgood.yaml')

@@ -67,7 +67,7 @@ for (const kind of ['local', 'http', 'github'] as BackendKind[]) {
     else t.is(be.github!.pulls.length, 1);
 
     const metrics = await (await fetch(`http://127.0.0.1:${controller.address!.port}/metrics`)).text();
-    t.regex(metrics, /^lastgood_reverts_total\{outcome="created"\} 1$/m);
+    t.regex(metrics, /^lastgood_reverts_total\{target="podinfo-prod",outcome="created"\} 1$/m);
     t.regex(metrics, /^lastgood_targets\{verdict="failed"\} 1$/m);
     t.regex(metrics, /^lastgood_failure_to_revert_seconds_count 1$/m);
     t.regex(metrics, /^lastgood_decisions_total\{action="revert"\} \d+$/m);

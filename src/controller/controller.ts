@@ -38,6 +38,7 @@ import { eventRecorder, type EventRecorder } from './events.ts';
 import { serveEndpoints } from './http.ts';
 import { leaderElector, type LeaderElector } from './leader.ts';
 import { controllerMetrics, type ControllerMetrics, type RevertResult } from './metrics.ts';
+import { targetStatus, type KnownGood, type LastAction, type TargetsDocument } from './status.ts';
 
 export interface ControllerOptions {
   config: Config;
@@ -77,6 +78,8 @@ export interface Controller {
   readonly metrics: ControllerMetrics;
   /** what the tracker remembers of a target (tests) */
   track(target: string): Track | undefined;
+  /** each target's verdict, decision, what it waits for, last-known-good and last action: GET /targets */
+  status(): TargetsDocument;
   /** resolves when no repository work is queued or in flight (tests) */
   idle(): Promise<void>;
 }
@@ -107,6 +110,12 @@ interface Slot {
   /** commits recorded as verified last-known-good for this target (full SHAs) */
   recorded: Set<string>;
   log: Logger;
+  /** for /targets: when it was last assessed, the newest last-known-good known, what was last done */
+  assessedAt?: number;
+  lastKnownGood?: KnownGood;
+  lastAction?: LastAction;
+  /** the failure (tracker key) whose revert exists: lastgood_target_reverted */
+  revertedKey?: string;
 }
 
 const DEFAULT_GRACE_MS = 20_000;
@@ -118,9 +127,10 @@ export function createController(opts: ControllerOptions): Controller {
   const identity = opts.identity ?? `${process.env.POD_NAME || os.hostname()}_${randomUUID().slice(0, 8)}`;
   const namespace = settings.namespace ?? process.env.POD_NAMESPACE ?? 'lastgood';
   const log = opts.log.child({ controller: identity });
-  const metrics = controllerMetrics({ processMetrics: opts.processMetrics ?? true });
-
   const targets = config.targets.map((t) => resolveTarget(config, t));
+  // every series from the first scrape, labelled only with what the config names
+  const metrics = controllerMetrics({ processMetrics: opts.processMetrics ?? true, labels: { targets: targets.map((t) => t.name), kinds: [...new Set(targets.flatMap((t) => t.resources.map((r) => r.kind)))] } });
+
   // every target's resources, this one's included: the same verdict as "every other target's" (see assessTarget)
   const allResources = targets.map((t) => t.resources);
   const slots: Slot[] = targets.map((target) => ({
@@ -232,9 +242,13 @@ export function createController(opts: ControllerOptions): Controller {
     const guards = slot.guards && slot.guards.until > now ? slot.guards : undefined;
     const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...(guards ? { guards: guards.guards } : {}) });
     slot.evaluation = evaluation;
-    if (before !== verdict.verdict) metrics.verdictChanged(before, verdict.verdict);
+    if (before !== verdict.verdict) metrics.verdictChanged(slot.target.name, before, verdict.verdict);
     metrics.decision(evaluation.decision.action);
     metrics.synced(slot.target.name, now);
+    slot.assessedAt = now;
+    const reverted = slot.revertedKey !== undefined && slot.revertedKey === evaluation.failureKey;
+    if (!reverted && slot.revertedKey !== undefined) slot.revertedKey = undefined;
+    metrics.reverted(slot.target.name, reverted);
     schedule(slot, evaluation.nextAt);
     tell(slot, evaluation);
     // the observer is told when the decision was made (a batch shares one clock reading `now`)
@@ -362,9 +376,17 @@ export function createController(opts: ControllerOptions): Controller {
     });
     if (opts.afterDeliver && outcome.action === 'revert' && outcome.created) await opts.afterDeliver(outcome);
     slot.guards = undefined;
+    slot.lastAction = {
+      at: new Date().toISOString(), action: outcome.action, reason: outcome.reason, commit: outcome.commit ?? null, pullRequest: outcome.pullRequest ?? null,
+      created: outcome.created ?? null, lastKnownGood: outcome.lastKnownGood ?? null, error: outcome.error?.message ?? null,
+    };
+    if (outcome.action === 'revert' && (outcome.commit || outcome.pullRequest)) {
+      slot.revertedKey = key;
+      metrics.reverted(slot.target.name, true);
+    }
     if (outcome.error) {
       failed(slot, key, new RemoteErrorLike(outcome.error.code, outcome.error.message), tlog);
-      metrics.revert('error');
+      metrics.revert(slot.target.name, 'error');
       opts.onActed?.(slot.target.name, outcome);
       return;
     }
@@ -373,7 +395,7 @@ export function createController(opts: ControllerOptions): Controller {
     const result = revertResult(outcome);
     if (result) {
       const since = e.verdict.since ? Date.parse(e.verdict.since) : undefined;
-      metrics.revert(result, since === undefined ? undefined : (Date.now() - since) / 1000);
+      metrics.revert(slot.target.name, result, since === undefined ? undefined : (Date.now() - since) / 1000);
     }
     tlog.info({ action: outcome.action, commit: outcome.commit, pullRequest: outcome.pullRequest, created: outcome.created, reason: outcome.reason }, outcome.action === 'revert' ? 'revert done' : 'acted');
     opts.onActed?.(slot.target.name, outcome);
@@ -398,21 +420,30 @@ export function createController(opts: ControllerOptions): Controller {
     for (const c of slot.recorded) if (c.startsWith(sha) || sha.startsWith(c)) return true;
     return false;
   }
+  /** What earlier runs recorded is in the repository: read once, so a restart records nothing twice (and /targets shows each target's newest). */
+  function loadRecorded(store: NonNullable<ReturnType<NonNullable<RepoBackend['notes']>>>): Promise<void> {
+    return (recordedLoad ??= store.list().then((records) => {
+      const bySlot = new Map(slots.map((s) => [s.target.name, s]));
+      for (const r of records) {
+        const s = bySlot.get(r.target);
+        if (!s) continue;
+        s.recorded.add(r.commit);
+        // newest first: the first record of a target is its newest last-known-good
+        s.lastKnownGood ??= { commit: r.commit, at: r.at, source: 'repository' };
+      }
+    }));
+  }
   async function record(slot: Slot, now: number): Promise<void> {
     const store = repo.notes?.();
     if (!store) return;
-    // what earlier runs recorded is in the repository: read once, so a restart records nothing twice
-    recordedLoad ??= store.list().then((records) => {
-      const bySlot = new Map(slots.map((s) => [s.target.name, s]));
-      for (const r of records) bySlot.get(r.target)?.recorded.add(r.commit);
-    });
     try {
-      await recordedLoad;
+      await loadRecorded(store);
       const sha = revisionOf(slot.verdict!);
       if (!sha || isRecorded(slot, sha) || slot.verdict?.verdict !== 'healthy') return;
       for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo })) {
         if (r.recorded && r.commit) {
           slot.recorded.add(r.commit);
+          slot.lastKnownGood = { commit: r.commit, at: new Date(now).toISOString(), source: 'recorded' };
           metrics.recorded();
           slot.log.info({ revision: r.commit }, 'recorded verified last-known-good');
         } else {
@@ -439,10 +470,18 @@ export function createController(opts: ControllerOptions): Controller {
       started = true;
       log.info({ targets: slots.length, repo: repo.description, namespace, leaderElection: settings.leaderElection }, 'starting');
       if (settings.listen) {
-        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness });
+        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness, targets: status });
         log.info({ address: server.address() }, 'serving /healthz, /readyz, /metrics');
       }
       elector?.start();
+      // each target's last-known-good on record, for /targets; a failure here is tried again when a record is due
+      const store = settings.record ? repo.notes?.() : undefined;
+      if (store) {
+        loadRecorded(store).catch((error: unknown) => {
+          recordedLoad = undefined;
+          log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot read the verified last-known-good records (read again when one is recorded)');
+        });
+      }
       await watch.start();
     },
     async stop() {
@@ -479,8 +518,24 @@ export function createController(opts: ControllerOptions): Controller {
     },
     metrics,
     track: (name) => slots.find((s) => s.target.name === name)?.track,
+    status,
     idle: () => (running.size === 0 && jobs.length === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
   };
+
+  function status(): TargetsDocument {
+    return {
+      controller: identity, leader: leading, synced: watch.synced, now: new Date().toISOString(),
+      targets: slots.map((slot) => targetStatus({
+        target: slot.target, track: slot.track,
+        ...(slot.evaluation ? { evaluation: slot.evaluation } : {}),
+        ...(slot.guards ? { guards: slot.guards.guards } : {}),
+        ...(slot.verdict && revisionOf(slot.verdict) ? { revision: revisionOf(slot.verdict)! } : {}),
+        ...(slot.lastKnownGood ? { lastKnownGood: slot.lastKnownGood } : {}),
+        ...(slot.lastAction ? { lastAction: slot.lastAction } : {}),
+        ...(slot.assessedAt !== undefined ? { assessedAt: slot.assessedAt } : {}),
+      })),
+    };
+  }
 
   function readiness() {
     const synced = watch.synced;

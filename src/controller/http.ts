@@ -3,6 +3,7 @@
  *   /healthz  200 while the process serves (liveness)
  *   /readyz   200 once every watch has listed and leader election runs (leader or standby); 503 before, and while shutting down
  *   /metrics  Prometheus text (prom-client)
+ *   /targets  each target's verdict, decision, what it waits for, last-known-good and last action (JSON; status.ts)
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,7 +24,7 @@ export function parseListen(listen: string): { host: string | undefined; port: n
   return { host: m[1] ?? (m[2] || undefined), port };
 }
 
-export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry }): Promise<http.Server & { address(): AddressInfo }> {
+export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry; targets?: () => unknown }): Promise<http.Server & { address(): AddressInfo }> {
   const { host, port } = parseListen(listen);
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
@@ -44,7 +45,8 @@ export async function serveEndpoints(listen: string, opts: { readiness(): Readin
       );
       return;
     }
-    send(404, 'text/plain', 'not found: /healthz, /readyz, /metrics\n');
+    if (url === '/targets' && opts.targets) return send(200, 'application/json', JSON.stringify(opts.targets(), null, 2) + '\n');
+    send(404, 'text/plain', `not found: /healthz, /readyz, /metrics${opts.targets ? ', /targets' : ''}\n`);
   });
   // the kubelet's probes and Prometheus open short connections: none may hold shutdown
   server.keepAliveTimeout = 5000;
