@@ -176,7 +176,7 @@ program
   .description('what lastgood did to each target, newest first: reverts and whether they still hold, requests, verified records, people\'s reverts (reads only)')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--target <name>', 'only this target')
-  .option('--since <when>', 'how far back: a duration (7d, 36h) or an ISO 8601 time (default: 30d)')
+  .option('--since <when>', 'how far back: a duration (30d, 36h) or an ISO 8601 time (default: 7d; at most 10,000 commits are read)')
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document (templates/log.schema.json)')
@@ -294,9 +294,22 @@ program
   .option('--namespace <name>', "the controller's namespace (default: controller.namespace, else lastgood)")
   .option('--ca-file <pem>', "a private CA's certificates (the git host's): mounted, and named in NODE_EXTRA_CA_CERTS")
   .option('--kustomize <dir>', 'write a kustomize base into DIR (kubectl apply -k DIR; commit it for Flux or Argo CD) instead of printing')
-  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string }) => {
+  .option('--monitoring', "the controller's monitoring instead: a PrometheusRule (alerts), a ServiceMonitor and the Grafana dashboard")
+  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string; monitoring?: boolean }) => {
     const { mkdir, readFile, writeFile } = await import('node:fs/promises');
     const config = await loadConfig(o.config);
+    if (o.monitoring) {
+      const { monitoringManifests } = await import('./controller/install.ts');
+      const out = await monitoringManifests({ config, ...(o.namespace ? { namespace: o.namespace } : {}) });
+      if (!o.kustomize) {
+        process.stdout.write(out.yaml);
+        return;
+      }
+      await mkdir(o.kustomize, { recursive: true });
+      for (const [name, text] of Object.entries(out.kustomize)) await writeFile(path.join(o.kustomize, name), text);
+      process.stdout.write(`${o.kustomize}: ${Object.keys(out.kustomize).join(', ')} (kubectl apply -k ${o.kustomize})\n`);
+      return;
+    }
     let ca: { file: string; pem: string } | undefined;
     if (o.caFile) {
       try {

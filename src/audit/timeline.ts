@@ -22,10 +22,15 @@ import type { CommitInfo, RepoBackend, ReviewState } from '../repo/types.ts';
 import { parseRevertMessage, revertsNamed, type RevertRecord } from './record.ts';
 import { LOG_SCHEMA_ID, type AuditLog, type Entry, type Holds, type PersonRevertEntry, type RequestEntry, type RevertEntry, type TargetLog, type VerifiedEntry } from './schema.ts';
 
-/** The most first-parent commits one log reads (about 3 s on a local repository of 100,000 commits: `npm run bench -- --only log`). */
-export const LOG_COMMIT_LIMIT = 20_000;
-/** The window without --since. */
-export const DEFAULT_SINCE_DAYS = 30;
+/**
+ * The most first-parent commits one log reads, and the window without --since: a week answers
+ * "what did the robot do last night, and does it still hold" on a busy repository (a commit every
+ * ten minutes is 1,008 a week) in seconds; the limit bounds a --since that reaches far back
+ * (`npm run bench -- --only log`: a local repository reads a few hundred to a few thousand commits
+ * a second through isomorphic-git, native git tens of thousands).
+ */
+export const LOG_COMMIT_LIMIT = 10_000;
+export const DEFAULT_SINCE_DAYS = 7;
 /** Commits older than `since` read before the walk stops: a commit's time may be out of order (a rebase, a skewed clock; git's SLOP). */
 const SLOP = 5;
 /** Where lastgood's review branches live (src/deliver/branch.ts). */

@@ -27,6 +27,7 @@ import { VERSION } from '../version.ts';
 import { parseListen } from './http.ts';
 
 export const INSTALL_DIR = fileURLToPath(new URL('../../templates/install/', import.meta.url));
+export const MONITORING_DIR = fileURLToPath(new URL('../../templates/monitoring/', import.meta.url));
 export const DEFAULT_NAMESPACE = 'lastgood';
 /** where the Deployment mounts the CA bundle of `--ca-file` (the file Node's NODE_EXTRA_CA_CERTS names) */
 export const CA_DIR = '/etc/lastgood/ca';
@@ -259,4 +260,35 @@ function withMirror(text: string, config: Config, warnings: string[]): string {
   if (!ConfigSchema.safeParse(doc.toJS()).success) return text;
   warnings.push(`repo.cacheDir set to ${MIRROR_DIR} (the mirror volume) in the ConfigMap`);
   return edited;
+}
+
+/**
+ * `lastgood install --monitoring`: the controller's monitoring, as Flagger and Argo Rollouts ship
+ * theirs (templates/monitoring/): a PrometheusRule with the alerts a team pages on, a
+ * ServiceMonitor for the controller's Service, and the Grafana dashboard as a ConfigMap Grafana's
+ * sidecar loads. They need the Prometheus Operator's CRDs, so they are printed apart from the
+ * controller's manifests.
+ */
+export async function monitoringManifests(opts: { config: Config; namespace?: string }): Promise<{ yaml: string; kustomize: Record<string, string> }> {
+  const controller = ControllerSchema.parse(opts.config.controller ?? {});
+  const namespace = opts.namespace ?? controller.namespace ?? DEFAULT_NAMESPACE;
+  const template = async (file: string) => parseDocument(await readFile(path.join(MONITORING_DIR, file), 'utf8'));
+  const docs: Document[] = [];
+  for (const file of ['prometheus-rule.yaml', 'servicemonitor.yaml', 'dashboard-configmap.yaml']) {
+    const doc = await template(file);
+    doc.setIn(['metadata', 'namespace'], namespace);
+    if (file === 'dashboard-configmap.yaml') {
+      const json = new Scalar(await readFile(path.join(MONITORING_DIR, 'grafana-dashboard.json'), 'utf8'));
+      json.type = Scalar.BLOCK_LITERAL;
+      doc.setIn(['data', 'lastgood.json'], json);
+    }
+    docs.push(doc);
+  }
+  const about = `# lastgood monitoring (needs the Prometheus Operator's CRDs): alerts, scrape config, Grafana dashboard\n`;
+  const body = docs.map((doc) => `---\n${doc.toString({ lineWidth: 0 })}`).join('');
+  const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: ['lastgood-monitoring.k8s.yaml'] };
+  return {
+    yaml: `${about}${body}`,
+    kustomize: { 'kustomization.yaml': `${about}${stringify(kustomization, { lineWidth: 0 })}`, 'lastgood-monitoring.k8s.yaml': `${about}${body}` },
+  };
 }
