@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
@@ -426,4 +426,21 @@ test('log: bad usage exits 2 and names the problem; the published schema is the 
   t.is(printed.code, 0);
   t.deepEqual(JSON.parse(printed.stdout), logJsonSchema());
   t.deepEqual(JSON.parse(readFileSync(path.join(ROOT, 'templates/log.schema.json'), 'utf8')), logJsonSchema(), 'templates/log.schema.json is stale: lastgood schema --log > templates/log.schema.json');
+});
+
+/** The README's "Auditing" example, run as written in a copy of the clone: it prints what the README shows (SHAs, times and the clone's path aside). */
+test("the README's Auditing example runs as written and prints what it shows", (t) => {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n## Auditing\n');
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  const blocks = [...section.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  const commands = blocks.find((b) => b.lang === 'sh')!.body.split('\n').filter(Boolean);
+  const shown = blocks.find((b) => b.lang === '')!.body;
+  const dir = tempDir('lastgood-readme-audit-');
+  cpSync(path.join(ROOT, 'demo'), path.join(dir, 'demo'), { recursive: true });
+  for (const shared of ['node_modules', 'bin', 'dist', 'templates']) symlinkSync(path.join(ROOT, shared), path.join(dir, shared), 'dir');
+  const env = { ...process.env, PATH: `${path.join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}`, HOME: dir, GIT_CONFIG_NOSYSTEM: '1' };
+  const outputs = commands.map((c) => execFileSync('bash', ['-c', c], { cwd: dir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+  const normal = (text: string) => text.replace(/\b[0-9a-f]{12}\b/g, 'SHA').replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/g, 'TIME').replace(/ in \S*\.demo\/gitops,/, ' in …/.demo/gitops,');
+  t.is(normal(outputs.at(-1)!), normal(shown));
 });

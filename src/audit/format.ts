@@ -9,7 +9,7 @@ import type { AuditLog, AuditWindow, Entry, Holds, RequestEntry, RevertEntry, Ta
 
 const short = (sha: string) => sha.slice(0, 12);
 /** 2026-11-01T12:07:00Z: seconds are what a commit time has */
-const when = (isoTime: string) => isoTime.replace(/\.000Z$/, 'Z');
+const when = (isoTime: string) => isoTime.replace(/\.\d{3}Z$/, 'Z');
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 const SGR = { red: '31', green: '32', yellow: '33', cyan: '36', dim: '2' } as const;
