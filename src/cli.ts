@@ -176,7 +176,7 @@ program
   .description('what lastgood did to each target, newest first: reverts and whether they still hold, requests, verified records, people\'s reverts (reads only)')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--target <name>', 'only this target')
-  .option('--since <when>', 'how far back: a duration (30d, 36h) or an ISO 8601 time (default: 7d; at most 10,000 commits are read)')
+  .option('--since <when>', 'how far back: a duration (30d, 36h) or an ISO 8601 time (default: 7d; at most 5,000 commits are read)')
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document (templates/log.schema.json)')

@@ -193,7 +193,7 @@ test('log through a local working copy: every revert, whether it holds, the pers
   const before = git(h.work, 'for-each-ref');
   const log = await logJson(h.config);
   t.is(log.head, h.p5);
-  t.deepEqual(log.window, { since: '2026-11-03T11:30:00.000Z', until: '2026-11-10T11:30:00.000Z', why: 'default: the last 7 days', commitsRead: 15, limit: 10000, stoppedBy: 'root', oldestRead: at('09:00') });
+  t.deepEqual(log.window, { since: '2026-11-03T11:30:00.000Z', until: '2026-11-10T11:30:00.000Z', why: 'default: the last 7 days', commitsRead: 15, limit: 5000, stoppedBy: 'root', oldestRead: at('09:00') });
   t.deepEqual(log.notes, []);
   const verified = [{ kind: 'verified' as const, at: at('09:10'), commit: h.c0, evidence: evidence('podinfo')[0]!.replace('failed reason=HealthCheckFailed', 'healthy reason=ReconciliationSucceeded'), where: 'git notes refs/notes/lastgood', url: null }];
   t.deepEqual(log.targets, expectedTargets(h, () => null, verified) as AuditLog['targets']);

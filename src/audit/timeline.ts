@@ -29,7 +29,7 @@ import { LOG_SCHEMA_ID, type AuditLog, type Entry, type Holds, type PersonRevert
  * (`npm run bench -- --only log`: a local repository reads a few hundred to a few thousand commits
  * a second through isomorphic-git, native git tens of thousands).
  */
-export const LOG_COMMIT_LIMIT = 10_000;
+export const LOG_COMMIT_LIMIT = 5_000;
 export const DEFAULT_SINCE_DAYS = 7;
 /** Commits older than `since` read before the walk stops: a commit's time may be out of order (a rebase, a skewed clock; git's SLOP). */
 const SLOP = 5;

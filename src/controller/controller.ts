@@ -246,9 +246,11 @@ export function createController(opts: ControllerOptions): Controller {
     metrics.decision(evaluation.decision.action);
     metrics.synced(slot.target.name, now);
     slot.assessedAt = now;
-    const reverted = slot.revertedKey !== undefined && slot.revertedKey === evaluation.failureKey;
-    if (!reverted && slot.revertedKey !== undefined) slot.revertedKey = undefined;
-    metrics.reverted(slot.target.name, reverted);
+    // the failure whose revert exists is over (healed, or another failure): the gauge goes back to 0
+    if (slot.revertedKey !== undefined && slot.revertedKey !== evaluation.failureKey) {
+      slot.revertedKey = undefined;
+      metrics.reverted(slot.target.name, false);
+    }
     schedule(slot, evaluation.nextAt);
     tell(slot, evaluation);
     // the observer is told when the decision was made (a batch shares one clock reading `now`)
