@@ -119,6 +119,8 @@ interface Slot {
 }
 
 const DEFAULT_GRACE_MS = 20_000;
+/** How long GET /targets waits for the repository's records the first time (it answers with what it knows after that). */
+const STATUS_RECORDS_WAIT_MS = 3_000;
 
 export function createController(opts: ControllerOptions): Controller {
   const { config, repo, kc } = opts;
@@ -472,18 +474,10 @@ export function createController(opts: ControllerOptions): Controller {
       started = true;
       log.info({ targets: slots.length, repo: repo.description, namespace, leaderElection: settings.leaderElection }, 'starting');
       if (settings.listen) {
-        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness, targets: status });
+        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness, targets: statusWithRecords });
         log.info({ address: server.address() }, 'serving /healthz, /readyz, /metrics');
       }
       elector?.start();
-      // each target's last-known-good on record, for /targets; a failure here is tried again when a record is due
-      const store = settings.record ? repo.notes?.() : undefined;
-      if (store) {
-        loadRecorded(store).catch((error: unknown) => {
-          recordedLoad = undefined;
-          log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot read the verified last-known-good records (read again when one is recorded)');
-        });
-      }
       await watch.start();
     },
     async stop() {
@@ -537,6 +531,25 @@ export function createController(opts: ControllerOptions): Controller {
         ...(slot.assessedAt !== undefined ? { assessedAt: slot.assessedAt } : {}),
       })),
     };
+  }
+
+  /**
+   * GET /targets: the first time someone asks, each target's last-known-good on record is read
+   * from the repository (one read, not at start: a controller nobody asks reads nothing more),
+   * waiting for it a few seconds at most; a failure is tried again on the next ask.
+   */
+  async function statusWithRecords(): Promise<TargetsDocument> {
+    const store = settings.record ? repo.notes?.() : undefined;
+    if (store && !recordedLoad) {
+      const loading = loadRecorded(store).catch((error: unknown) => {
+        recordedLoad = undefined;
+        log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot read the verified last-known-good records for /targets');
+      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([loading, new Promise<void>((resolve) => (timer = setTimeout(resolve, STATUS_RECORDS_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
+    return status();
   }
 
   function readiness() {

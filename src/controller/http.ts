@@ -24,7 +24,7 @@ export function parseListen(listen: string): { host: string | undefined; port: n
   return { host: m[1] ?? (m[2] || undefined), port };
 }
 
-export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry; targets?: () => unknown }): Promise<http.Server & { address(): AddressInfo }> {
+export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry; targets?: () => Promise<unknown> }): Promise<http.Server & { address(): AddressInfo }> {
   const { host, port } = parseListen(listen);
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
@@ -45,7 +45,13 @@ export async function serveEndpoints(listen: string, opts: { readiness(): Readin
       );
       return;
     }
-    if (url === '/targets' && opts.targets) return send(200, 'application/json', JSON.stringify(opts.targets(), null, 2) + '\n');
+    if (url === '/targets' && opts.targets) {
+      opts.targets().then(
+        (doc) => send(200, 'application/json', JSON.stringify(doc, null, 2) + '\n'),
+        (error: unknown) => send(500, 'text/plain', `cannot tell the targets: ${(error as Error).message}\n`),
+      );
+      return;
+    }
     send(404, 'text/plain', `not found: /healthz, /readyz, /metrics${opts.targets ? ', /targets' : ''}\n`);
   });
   // the kubelet's probes and Prometheus open short connections: none may hold shutdown
