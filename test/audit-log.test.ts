@@ -149,33 +149,33 @@ function expectedTargets(h: History, url: (sha: string) => string | null, verifi
     verdict: 'failed', class: 'analysis', reverts: [bad], restores: lkg, lastKnownGoodVerified: lkg === h.c0, evidence: evidence(t),
     details: details(t, T(when)), reason: null, url: url(commit), holds,
   });
-  const ended = (state: string, commit: string, when: string, who: string, subj: string, laterChanges: number) => ({ state, commit, at: at(when), author: who, subject: subj, laterChanges });
+  const ended = (state: string, commit: string, when: string, who: string, subj: string) => ({ state, commit, at: at(when), author: who, subject: subj });
   const dev = 'Dev <dev@example.com>';
   return [
     {
       name: 'podinfo', paths: ['apps/podinfo/'],
       entries: [
         { kind: 'person-revert', at: at('09:40'), commit: h.p1, author: 'Alice <alice@example.com>', subject: `Revert "${subject('podinfo', h.c0)}"`, undid: h.r1, how: 'git revert', url: url(h.p1) },
-        revert('podinfo', h.r1, '09:30', h.bad1, h.c0, ended('undone', h.p1, '09:40', 'Alice <alice@example.com>', `Revert "${subject('podinfo', h.c0)}"`, 0)),
+        revert('podinfo', h.r1, '09:30', h.bad1, h.c0, ended('undone', h.p1, '09:40', 'Alice <alice@example.com>', `Revert "${subject('podinfo', h.c0)}"`)),
         ...verified,
       ],
     },
     {
       name: 'redis', paths: ['apps/redis/'],
-      entries: [revert('redis', h.r2, '10:00', h.bad2, h.p1, ended('released-since', h.later, '10:50', dev, 'redis 7.4', 1))],
+      entries: [revert('redis', h.r2, '10:00', h.bad2, h.p1, ended('released-since', h.later, '10:50', dev, 'redis 7.4'))],
     },
     {
       name: 'web', paths: ['apps/web/'],
       entries: [
-        revert('web', h.r4, '10:40', h.bad4, h.r3, { state: 'holds', commit: null, at: null, author: null, subject: null, laterChanges: 0 }),
-        revert('web', h.r3, '10:20', h.bad3, h.r2, ended('superseded', h.r4, '10:40', 'lastgood <lastgood@users.noreply.github.com>', subject('web', h.r3), 1)),
+        revert('web', h.r4, '10:40', h.bad4, h.r3, { state: 'holds', commit: null, at: null, author: null, subject: null }),
+        revert('web', h.r3, '10:20', h.bad3, h.r2, ended('superseded', h.r4, '10:40', 'lastgood <lastgood@users.noreply.github.com>', subject('web', h.r3))),
       ],
     },
     {
       name: 'api', paths: ['apps/api/'],
       entries: [
         { kind: 'person-revert', at: at('11:20'), commit: h.p5, author: 'Carol <carol@example.com>', subject: 'api v2 again: the alert was noise', undid: h.r5, how: 'content', url: url(h.p5) },
-        revert('api', h.r5, '11:10', h.bad5, h.release, ended('undone', h.p5, '11:20', 'Carol <carol@example.com>', 'api v2 again: the alert was noise', 0)),
+        revert('api', h.r5, '11:10', h.bad5, h.release, ended('undone', h.p5, '11:20', 'Carol <carol@example.com>', 'api v2 again: the alert was noise')),
       ],
     },
   ];
@@ -214,7 +214,7 @@ test('log through a local working copy: every revert, whether it holds, the pers
     `  2026-11-10T09:10:00Z  verified       ${s(h.c0)}  observed healthy (git notes refs/notes/lastgood): ${verified[0]!.evidence}`,
     '',
     'redis (apps/redis/): 1 revert',
-    `  2026-11-10T10:00:00Z  revert  ${s(h.r2)}  failed (analysis): reverts ${s(h.bad2)}, back to ${s(h.p1)} (unverified); 1 later change to the target since, the newest ${s(h.later)} (2026-11-10T10:50:00Z)`,
+    `  2026-11-10T10:00:00Z  revert  ${s(h.r2)}  failed (analysis): reverts ${s(h.bad2)}, back to ${s(h.p1)} (unverified); changed since by ${s(h.later)} (Dev <dev@example.com>, 2026-11-10T10:50:00Z): redis 7.4`,
     `                                              evidence: ${evidence('redis')[0]}`,
     '',
     'web (apps/web/): 2 reverts',
@@ -336,7 +336,7 @@ test('log on GitHub: pull requests open, merged and closed unmerged, and the rev
           kind: 'revert', at: new Date(mergeTime).toISOString(), commit: head1, landedAs: merged.data.sha, via: 'request',
           request: { noun: 'pull request', number: 1, url: urls[0]! }, subject: subject('podinfo', c0), strategy: 'revert',
           verdict: 'failed', class: 'analysis', reverts: [bad1], restores: c0, lastKnownGoodVerified: false, evidence: evidence('podinfo'),
-          details: details('podinfo', T('09:40')), reason: null, url: link(merged.data.sha), holds: { state: 'holds', commit: null, at: null, author: null, subject: null, laterChanges: 0 },
+          details: details('podinfo', T('09:40')), reason: null, url: link(merged.data.sha), holds: { state: 'holds', commit: null, at: null, author: null, subject: null },
         },
         request(p1, 'podinfo', head1, bad1, 'merged'),
       ].sort((a, b) => (a.at! < b.at! ? 1 : a.at! > b.at! ? -1 : a.kind === 'revert' ? -1 : 1)),
@@ -386,7 +386,7 @@ test('log over git and a local repository in pull-request mode: review branches 
         {
           kind: 'revert', at: at('09:50'), commit: head1, landedAs: merge, via: 'merge', request: null, subject: subject('podinfo', c0), strategy: 'revert',
           verdict: 'failed', class: 'analysis', reverts: [bad1], restores: c0, lastKnownGoodVerified: false, evidence: evidence('podinfo'),
-          details: details('podinfo', T('09:40')), reason: null, url: null, holds: { state: 'holds', commit: null, at: null, author: null, subject: null, laterChanges: 0 },
+          details: details('podinfo', T('09:40')), reason: null, url: null, holds: { state: 'holds', commit: null, at: null, author: null, subject: null },
         },
         branchEntry('podinfo', head1, bad1, 'merged'),
       ],

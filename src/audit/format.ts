@@ -48,7 +48,7 @@ export function holdsPhrase(h: Holds): string {
     case 'superseded':
       return `superseded by lastgood's revert ${by(h.commit)} (${when(h.at!)})`;
     case 'released-since':
-      return `${plural(h.laterChanges, 'later change')} to the target since, the newest ${by(h.commit)} (${when(h.at!)})`;
+      return `changed since by ${by(h.commit)} (${h.author}, ${when(h.at!)}): ${h.subject}`;
   }
 }
 

@@ -12,14 +12,12 @@ const Url = z.string().nullable().describe('its page on the repository host; nul
 
 export const HoldsSchema = z.strictObject({
   state: z.enum(['holds', 'undone', 'superseded', 'released-since']).describe(
-    'holds: the target paths are still as the revert left them; undone: a person (or a later commit) set them back to what the revert had removed; superseded: a later lastgood revert of the same target; released-since: later commits changed the target paths (a new release)',
+    "holds: the target paths are still as the revert left them; undone: a person's git revert of it, or the first change after it set the paths back to what the revert removed; superseded: a later lastgood revert of the same target; released-since: the first change of the target paths after it (a new release)",
   ),
-  /** the commit that undid or superseded it, or the newest later change */
-  commit: Sha.nullable(),
+  commit: Sha.nullable().describe('the commit that undid or superseded it, or the first change after it; null when it holds'),
   at: Time.nullable(),
   author: z.string().nullable().describe('who made that commit (name <email>)'),
   subject: z.string().nullable(),
-  laterChanges: z.number().int().nonnegative().describe('commits that changed the target paths after the revert, up to what ended it'),
 });
 
 export const RevertEntrySchema = z.strictObject({

@@ -10,8 +10,9 @@
  *   merge or squash commit is its revert landing; and, on a host lastgood opens no requests on, a
  *   merge whose second parent is a lastgood commit;
  * - whether each revert still holds, from the commits after it: a person's `git revert` of it, or
- *   any commit that sets the target paths back to what the revert removed (undone); a later
- *   lastgood revert of the target (superseded); later changes of the target paths (a release since);
+ *   the first change of the target paths after it when it sets them back to what the revert
+ *   removed (undone); a later lastgood revert of the target (superseded); otherwise that first
+ *   change is a later release (found by bisection: a few reads per revert, not one per commit);
  * - the requests lastgood opened (RepoBackend.reviewRequests: GitHub, the merge-request hosts) and
  *   their state, or its review branches where the host has no request API (RepoBackend.branches);
  * - the verified last-known-good records (NotesStore: git notes, GitHub deployments).
@@ -217,61 +218,52 @@ async function landingOf(repo: RepoBackend, c: CommitInfo, index: number, headOf
 /** The state of a target's paths at a commit, as one comparable string (cached: each commit is asked once per target). */
 function pathKeys(repo: RepoBackend, paths: string[]) {
   const cache = new Map<string, string>();
-  return async (commit: CommitInfo, parent?: { commit: CommitInfo; key: string }): Promise<string> => {
-    const known = cache.get(commit.oid);
-    if (known !== undefined) return known;
-    // the same tree as its parent's: the same paths
-    const key = parent && parent.commit.tree === commit.tree ? parent.key : (await Promise.all(paths.map((p) => repo.pathOid(commit.oid, p)))).map((o) => o ?? '-').join(' ');
-    cache.set(commit.oid, key);
+  return async (commit: CommitInfo): Promise<string> => {
+    let key = cache.get(commit.oid);
+    if (key === undefined) {
+      key = (await Promise.all(paths.map((p) => repo.pathOid(commit.oid, p)))).map((o) => o ?? '-').join(' ');
+      cache.set(commit.oid, key);
+    }
     return key;
   };
 }
 
 /**
  * Whether a revert still holds, from the branch's commits after it: a later lastgood revert of the
- * target supersedes it; a commit that `git revert`s it, or sets the target paths back to what they
- * were before it, undoes it (a person's revert, listed as its own entry); other changes of the
- * paths are later releases. The common case costs one read: nothing ended it and the paths at the
- * head are still as it left them. Otherwise the commits from it to what ended it are compared,
- * oldest first (each commit's paths once per target, shared by the target's reverts).
+ * target supersedes it; a commit that `git revert`s it undoes it (both from the messages, already
+ * read). Otherwise the target's paths decide: as it left them at the head, it holds (one read);
+ * else the first commit after it that changed them is found by bisection over the first-parent
+ * line (a few reads, not one per commit: a change that was changed back in between is not seen,
+ * as `git log` with a path would not show it either), and it undid the revert when it set the
+ * paths back to what the revert removed (a person's revert, listed as its own entry), or is a
+ * later release of the target.
  */
 async function holdsOf(landing: Landing, line: CommitInfo[], landingAt: Map<string, Landing>, keyAt: ReturnType<typeof pathKeys>): Promise<{ holds: Holds; person?: Omit<PersonRevertEntry, 'url'> }> {
-  let endAt = -1;
-  let endHow: 'superseded' | 'git revert' | undefined;
-  for (let i = landing.index - 1; i >= 0 && endAt < 0; i--) {
-    const c = line[i]!;
-    const other = landingAt.get(c.oid);
-    if (other && other.record.target === landing.record.target) [endAt, endHow] = [i, 'superseded'];
-    else if (!other && revertsNamed(c.message).some((s) => landing.commit.oid.startsWith(s) || landing.landed.oid.startsWith(s))) [endAt, endHow] = [i, 'git revert'];
-  }
-  const after = await keyAt(landing.landed);
-  const holding: Holds = { state: 'holds', commit: null, at: null, author: null, subject: null, laterChanges: 0 };
-  if (endAt < 0 && line[0] && (await keyAt(line[0])) === after) return { holds: holding };
-
-  const parent = line[landing.index + 1]?.oid === landing.landed.parents[0] ? line[landing.index + 1] : undefined;
-  const before = parent ? await keyAt(parent) : undefined;
-  let later = 0;
-  let newest: CommitInfo | undefined;
-  const ended = (state: Holds['state'], c: CommitInfo): Holds => ({ state, commit: c.oid, at: iso(c.committer.timestamp), author: personOf(c), subject: subjectOf(c), laterChanges: later });
+  const ended = (state: Holds['state'], c: CommitInfo): Holds => ({ state, commit: c.oid, at: iso(c.committer.timestamp), author: personOf(c), subject: subjectOf(c) });
   const person = (c: CommitInfo, how: PersonRevertEntry['how']) => ({
     holds: ended('undone', c),
     person: { kind: 'person-revert' as const, at: iso(c.committer.timestamp), commit: c.oid, author: personOf(c), subject: subjectOf(c), undid: landing.commit.oid, how },
   });
-  let prev = { commit: landing.landed, key: after };
-  for (let i = landing.index - 1; i > endAt; i--) {
+  for (let i = landing.index - 1; i >= 0; i--) {
     const c = line[i]!;
-    const key = await keyAt(c, prev);
-    const changed = key !== prev.key;
-    prev = { commit: c, key };
-    if (!changed) continue;
-    if (!landingAt.has(c.oid) && before !== undefined && key === before) return person(c, 'content');
-    later++;
-    newest = c;
+    const other = landingAt.get(c.oid);
+    if (other && other.record.target === landing.record.target) return { holds: ended('superseded', c) };
+    if (!other && revertsNamed(c.message).some((s) => landing.commit.oid.startsWith(s) || landing.landed.oid.startsWith(s))) return person(c, 'git revert');
   }
-  if (endHow === 'superseded') return { holds: ended('superseded', line[endAt]!) };
-  if (endHow === 'git revert') return person(line[endAt]!, 'git revert');
-  if (newest) return { holds: { ...ended('released-since', newest), laterChanges: later } };
-  return { holds: holding };
+  const after = await keyAt(landing.landed);
+  if (landing.index === 0 || (await keyAt(line[0]!)) === after) return { holds: { state: 'holds', commit: null, at: null, author: null, subject: null } };
+  // line[older] still has the paths as the revert left them, line[newer] does not: bisect to the first change
+  let older = landing.index;
+  let newer = 0;
+  while (older - newer > 1) {
+    const mid = (older + newer) >> 1;
+    if ((await keyAt(line[mid]!)) === after) older = mid;
+    else newer = mid;
+  }
+  const first = line[newer]!;
+  const parent = line[landing.index + 1]?.oid === landing.landed.parents[0] ? line[landing.index + 1] : undefined;
+  if (parent && !landingAt.has(first.oid) && (await keyAt(first)) === (await keyAt(parent))) return person(first, 'content');
+  return { holds: ended('released-since', first) };
 }
 
 function revertEntry(l: Landing, holds: Holds, url: (sha: string) => string | null): RevertEntry {
