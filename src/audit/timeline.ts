@@ -92,7 +92,7 @@ export async function readAuditLog(opts: AuditOptions): Promise<AuditLog> {
   const requests = await findRequests(opts, head, notes);
   const url = (sha: string) => repo.commitUrl?.(sha) ?? null;
 
-  // the reverts on the branch, oldest last (the line's order)
+  // the reverts on the branch, newest first (the line's order)
   const headOf = new Map<string, FoundRequest>();
   const mergedAs = new Map<string, FoundRequest>();
   for (const r of requests) {
