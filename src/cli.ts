@@ -38,6 +38,13 @@ async function observe(snapshots: string[] | undefined, config: Config, target: 
   return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources));
 }
 
+/** Metric checks due by `now` (README "Metric checks"): templates and ReplicaSets are read from the cluster unless the objects come from snapshots. */
+async function analyseFor(config: Config, configFile: string, observed: Observed[], now: Date, target: string | undefined, snapshots: string[] | undefined) {
+  const { analyse } = await engine();
+  const read = snapshots && snapshots.length > 0 ? undefined : (await import('./observe/kube.ts')).clusterReader();
+  return analyse({ config, observed, now, target, ...(read ? { read } : {}), provider: { relativeTo: path.dirname(path.resolve(configFile)), env: process.env } });
+}
+
 async function repoFor(config: Config, configFile: string, repoFlag: string | undefined) {
   return openRepo({
     location: repoFlag ?? config.repo.url,
@@ -105,10 +112,11 @@ program
     const now = await parseNow(o.now);
     const observed = await observe(o.snapshot, config, o.target, now);
     const { checkReport, recordHealthy } = await engine();
-    const { targets } = checkReport({ config, observed, now, target: o.target });
+    const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot);
+    const { targets } = checkReport({ config, observed, now, target: o.target, analysis });
     if (o.record) {
       const repo = await repoFor(config, o.config, undefined);
-      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true })) {
+      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true, analysis })) {
         const t = targets.find((x) => x.name === r.target)!;
         t.reason = `${t.reason}; ${r.reason}`;
         if (r.recorded && r.commit && r.state === 'healthy') {
@@ -163,8 +171,9 @@ program
     const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
     const observed = await observe(o.snapshot, config, o.target, now);
+    const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), analysis });
     await print(report, Boolean(o.json), Boolean(o.dryRun));
   });
 
