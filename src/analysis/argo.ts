@@ -162,7 +162,7 @@ export function assessMetric(spec: Pick<CheckSpec, 'schedule' | 'limits'>, measu
     return { phase: 'Successful', message: `consecutiveSuccessLimit (${consecutiveSuccessLimit}) reached` };
   }
   const count = spec.schedule.count;
-  if (count !== undefined && t.count >= count) {
+  if (count !== undefined && (spec.schedule.countSuccessfulOnly ? t.successful : t.count) >= count) {
     const failureApplicable = failureLimit >= 0;
     const successApplicable = consecutiveSuccessLimit > 0;
     if (failureApplicable && successApplicable) return { phase: 'Inconclusive', message: `count (${count}) reached: consecutiveSuccessLimit (${consecutiveSuccessLimit}) not reached and failureLimit (${failureLimit}) not violated` };

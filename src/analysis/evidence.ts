@@ -87,7 +87,7 @@ export function checkEvidence(spec: CheckSpec, progress: CheckProgress, rollout:
     case 'Inconclusive':
       return {
         ...e, ...notes, state: 'suspended', reason: 'AnalysisInconclusive', since,
-        message: `held: ${what} is inconclusive: ${progress.message}${lastText}${query}: a person decides (lastgood reverts only a failed check)`,
+        message: `held: ${what} is inconclusive, a person decides (lastgood reverts only a failed check): ${progress.message}${lastText}${query}`,
       };
     case 'Error':
       return {

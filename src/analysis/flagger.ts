@@ -161,7 +161,8 @@ export function flaggerScheduleAndLimits(analysis: FlaggerAnalysis): Pick<CheckS
   const threshold = (analysis.threshold ?? 0) > 0 ? analysis.threshold! : 1;
   const count = flaggerTicks(analysis);
   return {
-    schedule: { initialDelayMs: intervalMs, intervalMs, errorRetryMs: intervalMs, ...(count !== undefined ? { count } : {}) },
+    // a halted tick does not advance the weight or the iterations (scheduler.go:455-466): only passing ticks count
+    schedule: { initialDelayMs: intervalMs, intervalMs, errorRetryMs: intervalMs, ...(count !== undefined ? { count, countSuccessfulOnly: true } : {}) },
     // `threshold` failed checks roll back: more than threshold-1; an error or no values ends the check (see the header)
     limits: { failureLimit: threshold - 1, inconclusiveLimit: 0, consecutiveErrorLimit: 0, consecutiveSuccessLimit: 0 },
   };

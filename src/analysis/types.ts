@@ -64,6 +64,8 @@ export interface CheckSpec {
     errorRetryMs: number;
     /** how many measurements count (Argo's effective count); undefined: until the window ends */
     count?: number;
+    /** only successful measurements count towards `count` (Flagger: a halted tick does not advance the analysis) */
+    countSuccessfulOnly?: boolean;
   };
   limits: {
     /** more Failed measurements than this fail the check; -1: not applicable (Argo) */
