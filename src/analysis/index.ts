@@ -36,6 +36,12 @@ export interface AnalysisResult {
   queries: number;
 }
 
+/** A target's analysis before its first update: its checks have not been measured yet (progressing, never healthy). */
+export function notYetAnalysed(target: ResolvedTarget): AnalysisResult {
+  const w = target.analysis!.workload;
+  return { evidence: [rolloutEvidence(w, 'waiting', `metric checks of ${w.kind} ${w.namespace ? `${w.namespace}/` : ''}${w.name} not measured yet`)], queries: 0 };
+}
+
 export interface AnalysisContext {
   config: Pick<Config, 'analysis'>;
   /** reads what the door did not observe: the cluster (undefined: a snapshot, nothing more to read) */

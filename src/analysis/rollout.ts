@@ -50,7 +50,9 @@ export type RolloutState = { rollout: Rollout } | { waiting: string } | { unknow
 
 const NEW_RS = /(?:ReplicaSet|replica set) "([^"]+)"/;
 
+/** A time of an object: a string in a snapshot, a Date where @kubernetes/client-node typed the object. */
 function time(value: unknown): number | undefined {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value.getTime();
   return typeof value === 'string' ? parseTime(value) : undefined;
 }
 

@@ -30,7 +30,7 @@ import { failingRevision } from '../decide/guards.ts';
 import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
 import type { RepoGuards, Verdict } from '../decide/types.ts';
 import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine.ts';
-import type { AnalysisResult, AnalysisSession } from '../analysis/index.ts';
+import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
 import { clusterReader } from '../observe/kube.ts';
 import { LastgoodError, RemoteError } from '../errors.ts';
 import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
@@ -295,7 +295,7 @@ export function createController(opts: ControllerOptions): Controller {
       });
       pumpAnalysis();
     }
-    return last;
+    return last ?? notYetAnalysed(slot.target);
   }
   const analysisJobs: Array<() => Promise<void>> = [];
   let analysisRunning = 0;

@@ -20,18 +20,19 @@ export const OLD_HASH = '6c8b7d9f4';
 export const NEW_HASH: Record<string, string> = { prod: '5d8f7c9b6a', good: '7f9c6b5d48', meh: '4b7c8d9e1f', test: '84d5c9b7f6' };
 const ERRORS: Record<string, number> = { prod: 0.08, good: 0.003, meh: 0.03, test: 0.002 };
 
-export function podSets(): PodSet[] {
+/** The pods' series around a rollout at `t0`: the old revision serves until a minute after it, the new one from 15 s after it, for an hour. */
+export function podSets(t0 = T0): PodSet[] {
   const sets: PodSet[] = [];
   for (const ns of Object.keys(NEW_HASH)) {
     const workload = ns === 'test' ? 'podinfo' : 'shop';
-    sets.push({ namespace: ns, prefix: `${workload}-${OLD_HASH}`, service: `${workload}.${ns}.svc.cluster.local`, from: T0 - 3_600_000, to: T0 + 60_000, rate: 10, errorRatio: 0.004, latency: 0.08 });
-    sets.push({ namespace: ns, prefix: `${workload}-${NEW_HASH[ns]}`, service: `${workload}.${ns}.svc.cluster.local`, from: T0 + 15_000, to: T0 + 3_600_000, rate: 10, errorRatio: ERRORS[ns]!, latency: ns === 'test' ? 0.8 : 0.08 });
+    sets.push({ namespace: ns, prefix: `${workload}-${OLD_HASH}`, service: `${workload}.${ns}.svc.cluster.local`, from: t0 - 3_600_000, to: t0 + 60_000, rate: 10, errorRatio: 0.004, latency: 0.08 });
+    sets.push({ namespace: ns, prefix: `${workload}-${NEW_HASH[ns]}`, service: `${workload}.${ns}.svc.cluster.local`, from: t0 + 15_000, to: t0 + 3_600_000, rate: 10, errorRatio: ERRORS[ns]!, latency: ns === 'test' ? 0.8 : 0.08 });
   }
   return sets;
 }
 
-export function metrics(): string {
-  return openMetrics(podSets());
+export function metrics(t0 = T0): string {
+  return openMetrics(podSets(t0));
 }
 
 export interface ShopRepo {
