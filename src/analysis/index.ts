@@ -60,6 +60,17 @@ function keyOf(ref: ObjectRefLike): string {
   return `${groupKind(ref.apiVersion, ref.kind)}|${ref.namespace ?? ''}|${ref.name}`;
 }
 
+/** The observed objects by key, built once per observation (many targets' sessions share one list). */
+const indexes = new WeakMap<Observed[], Map<string, KubeObject>>();
+function indexOf(observed: Observed[]): Map<string, KubeObject> {
+  let index = indexes.get(observed);
+  if (!index) {
+    index = new Map(observed.map((o) => [keyOf({ apiVersion: o.object.apiVersion, kind: o.object.kind, namespace: o.object.metadata.namespace, name: o.object.metadata.name }), o.object]));
+    indexes.set(observed, index);
+  }
+  return index;
+}
+
 /** Providers for a context: one instance per provider and address, shared by its sessions. */
 export function providersFor(ctx: AnalysisContext): Providers {
   const p = ctx.config.analysis?.prometheus;
@@ -81,7 +92,7 @@ export function createAnalysisSession(target: ResolvedTarget, ctx: AnalysisConte
       return last;
     },
     async update(observed, now) {
-      const index = new Map(observed.map((o) => [keyOf({ apiVersion: o.object.apiVersion, kind: o.object.kind, namespace: o.object.metadata.namespace, name: o.object.metadata.name }), o.object]));
+      const index = indexOf(observed);
       const lookup: Lookup = async (ref) => {
         const seen = index.get(keyOf(ref));
         if (seen) return seen;
