@@ -1,5 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import path from 'node:path';
+import { runAction } from './support/action.ts';
 import { lastgood } from './support/cli.ts';
 import { git, tempDir, writeFile } from './support/git.ts';
 import { freePort, startPrometheus, withPrometheus, type PrometheusServer } from './support/prometheus.ts';
@@ -22,10 +23,10 @@ anyTest.after.always(async (t) => {
   await (t.context as { prom?: PrometheusServer }).prom?.stop();
 });
 
-function setup(t: { context: { prom: PrometheusServer } }, namespace: string, analysis: string, extra: { replicaSet?: boolean; prometheus?: string } = {}) {
+function setup(t: { context: { prom: PrometheusServer } }, namespace: string, analysis: string, extra: { replicaSet?: boolean; prometheus?: string; defaults?: string } = {}) {
   const repo = shopRepo();
   const dir = tempDir('lastgood-analysis-');
-  const cfg = writeFile(dir, 'lastgood.yaml', config({ repo: repo.work, prometheus: extra.prometheus ?? t.context.prom.url, namespace, analysis }));
+  const cfg = writeFile(dir, 'lastgood.yaml', config({ repo: repo.work, prometheus: extra.prometheus ?? t.context.prom.url, namespace, analysis, ...(extra.defaults ? { defaults: extra.defaults } : {}) }));
   const snapshot = writeFile(dir, 'cluster.yaml', cluster({ namespace, applied: repo.c4, ...(extra.replicaSet === false ? { replicaSet: false } : {}) }));
   return { repo, cfg, snapshot, dir };
 }
@@ -231,4 +232,17 @@ test('lastgood.yaml checks are validated when the config is read: file, line, fi
   t.is(b.code, 2);
   t.regex(b.stderr, /bad\.yaml:\d+: targets\[0\]\.analysis\.checks\[0\]\.failureCondition: not an expression Argo Rollouts evaluates/);
   void T0;
+});
+
+test('the Action measures the same checks (in-pipeline, snapshot): the bad rollout is reverted, the outputs say so', async (t) => {
+  // the Action runs on the real clock, days after this rollout: maxAge off, or the failure would be old news
+  const { repo, dir } = setup(t, 'prod', ERROR_RATIO_CHECK, { defaults: '  maxAge: "off"\n' });
+  const r = await runAction({ workspace: dir, token: 'ghs_analysisActionToken0123456789', eventName: 'push', with: { config: 'lastgood.yaml', snapshot: 'cluster.yaml' } });
+  t.is(r.code, 0, r.stderr + r.stdout);
+  t.is(r.outputs.verdict, 'failed');
+  t.is(r.outputs.action, 'revert');
+  t.is(r.outputs['bad-revision'], repo.c3);
+  t.is(r.outputs['last-known-good'], repo.c2);
+  t.regex(r.summary, /lastgood\.dev\/Analysis/);
+  t.is(git(repo.work, 'log', '--format=%H', `${repo.c4}..main`).split('\n').filter(Boolean).length, 1);
 });

@@ -201,7 +201,12 @@ export function analysisObjects(target: ResolvedTarget): ObjectRefLike[] {
   for (const t of a.argo?.templates ?? []) refs.push(t.clusterScope ? { apiVersion: 'argoproj.io/v1alpha1', kind: 'ClusterAnalysisTemplate', name: t.templateName } : { apiVersion: 'argoproj.io/v1alpha1', kind: 'AnalysisTemplate', ...(argoNs ? { namespace: argoNs } : {}), name: t.templateName });
   for (const t of a.argo?.analysisTemplates ?? []) refs.push(t.kind === 'ClusterAnalysisTemplate' ? { apiVersion: 'argoproj.io/v1alpha1', kind: 'ClusterAnalysisTemplate', name: t.name } : { apiVersion: 'argoproj.io/v1alpha1', kind: 'AnalysisTemplate', ...(argoNs ? { namespace: argoNs } : {}), name: t.name });
   for (const m of a.flagger?.metrics ?? []) if (m.templateRef) refs.push({ apiVersion: 'flagger.app/v1beta1', kind: 'MetricTemplate', ...(m.templateRef.namespace || ns ? { namespace: m.templateRef.namespace || ns } : {}), name: m.templateRef.name });
-  if (a.canary) refs.push({ apiVersion: 'flagger.app/v1beta1', kind: 'Canary', ...(a.canary.namespace ?? ns ? { namespace: a.canary.namespace ?? ns } : {}), name: a.canary.name });
+  if (a.canary) {
+    const canaryNs = a.canary.namespace ?? ns;
+    refs.push({ apiVersion: 'flagger.app/v1beta1', kind: 'Canary', ...(canaryNs ? { namespace: canaryNs } : {}), name: a.canary.name });
+    // the Canary names its MetricTemplates: those in its own namespace are known to be read (others: README "Metric checks")
+    refs.push({ apiVersion: 'flagger.app/v1beta1', kind: 'MetricTemplate', ...(canaryNs ? { namespace: canaryNs } : {}), name: '*' });
+  }
   return refs;
 }
 

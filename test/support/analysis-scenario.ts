@@ -100,13 +100,13 @@ status:
 export const ERROR_RATIO = 'sum(rate(http_requests_total{namespace="{{namespace}}",pod=~"{{workload}}-{{podTemplateHash}}-.*",code=~"5.."}[1m])) / sum(rate(http_requests_total{namespace="{{namespace}}",pod=~"{{workload}}-{{podTemplateHash}}-.*"}[1m]))';
 
 /** lastgood.yaml for the shop target in one namespace, with this `analysis:` block (indented under the target). */
-export function config(o: { repo: string; prometheus: string; namespace: string; analysis: string; workload?: string; mode?: string }): string {
+export function config(o: { repo: string; prometheus: string; namespace: string; analysis: string; workload?: string; mode?: string; defaults?: string }): string {
   return `repo:
   url: ${o.repo}
   branch: main
 defaults:
   mode: ${o.mode ?? 'commit'}
-analysis:
+${o.defaults ?? ''}analysis:
   prometheus: { address: "${o.prometheus}" }
 targets:
   - name: shop-${o.namespace}
