@@ -80,7 +80,7 @@ targets:
       argo: { templates: [ { templateName: success-rate } ] }
       canary: { name: podinfo }
 `;
-  const out = await installManifests({ config: parseConfig(text, 'c.yaml'), configText: text });
+  const out = await installManifests({ config: parseConfig(text, 'c.yaml'), configText: text, image: 'registry.example/lastgood:0.1.0' });
   t.regex(out.yaml, /- apiGroups: \[ apps \]\n\s+resources: \[ replicasets \]\n\s+verbs: \[ get \]/);
   t.regex(out.yaml, /- apiGroups: \[ argoproj\.io \]\n\s+resources: \[ analysistemplates \]\n\s+verbs: \[ get \]/);
   t.regex(out.yaml, /- apiGroups: \[ flagger\.app \]\n\s+resources: \[ canaries, metrictemplates \]\n\s+verbs: \[ get \]/);

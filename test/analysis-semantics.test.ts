@@ -57,8 +57,11 @@ const measurementRows: Array<{ source: string; success?: string; failure?: strin
   { source: 'docs/features/analysis.md:789 failureCondition', failure: 'result[0] >= 10', result: [3], argo: 'Successful' },
 ];
 
+/** A value as Go prints it in a title (JSON has no NaN or Infinity). */
+const shown = (v: Value): string => (typeof v === 'number' ? (Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : String(v)) : Array.isArray(v) ? `[${v.map(shown).join(',')}]` : JSON.stringify(v));
+
 for (const row of measurementRows) {
-  test(`Argo Rollouts measurement: ${row.source}: ${row.success ?? '-'} / ${row.failure ?? '-'} on ${JSON.stringify(row.result) ?? String(row.result)} → ${row.argo}`, (t) => {
+  test(`Argo Rollouts measurement: ${row.source}: ${row.success ?? '-'} / ${row.failure ?? '-'} on ${shown(row.result)} → ${row.argo}`, (t) => {
     const got = evaluateResult(row.result, { ...(row.success ? { successCondition: row.success } : {}), ...(row.failure ? { failureCondition: row.failure } : {}) });
     t.is(got.phase, row.argo, got.message);
     if (row.message) t.regex(got.message, row.message);
@@ -145,7 +148,7 @@ const flaggerRows: Array<{ source: string; metric: Parameters<typeof flaggerJudg
 ];
 
 for (const row of flaggerRows) {
-  test(`Flagger metric: ${row.source}: ${JSON.stringify(row.metric.thresholdRange ?? { threshold: row.metric.threshold ?? 0 })} on ${row.value.type} ${JSON.stringify('values' in row.value ? row.value.values : [])} → Flagger ${row.flagger}; lastgood ${row.lastgood}${row.why ? ` (${row.why})` : ''}`, (t) => {
+  test(`Flagger metric: ${row.source}: ${JSON.stringify(row.metric.thresholdRange ?? { threshold: row.metric.threshold ?? 0 })} on ${row.value.type} ${shown('values' in row.value ? row.value.values : [])} → Flagger ${row.flagger}; lastgood ${row.lastgood}${row.why ? ` (${row.why})` : ''}`, (t) => {
     t.is(flaggerJudge(row.metric)(row.value).phase, row.lastgood);
   });
 }
