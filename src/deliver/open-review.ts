@@ -1,9 +1,8 @@
 import { ConfigError, InputError } from '../errors.ts';
-import type { GitCredentials } from './git-remote/auth.ts';
 import { prepareGitRemote } from './git-remote/index.ts';
-import { hostCoordinates, providerOf, publicProvider, type HostCoordinates, type ReviewProvider } from './providers.ts';
+import { hostCoordinates, providerOf, publicProvider, type ReviewProvider } from './providers.ts';
 import type { OpenRepoOptions } from './registry.ts';
-import { ReviewRequestRepo, type ReviewHost } from './review-request.ts';
+import { ReviewRequestRepo, type HostOpenOptions, type ReviewHost } from './review-request.ts';
 
 /**
  * Opens a repository on a host with a review-request API: the git backend over repo.url (reads,
@@ -11,19 +10,12 @@ import { ReviewRequestRepo, type ReviewHost } from './review-request.ts';
  * loaded only for that host.
  */
 
-export interface HostOpenOptions {
-  coordinates: HostCoordinates;
-  credentials: GitCredentials | undefined;
-  configFile?: string;
-  maxRetries?: number;
-  retryUnitMs?: number;
-  onWarning?: (message: string) => void;
-}
-
 async function openHost(provider: ReviewProvider, opts: HostOpenOptions): Promise<ReviewHost> {
   switch (provider) {
     case 'gitlab':
       return (await import('./gitlab/index.ts')).openGitLab(opts);
+    case 'gitea':
+      return (await import('./gitea/index.ts')).openGitea(opts);
     default:
       throw new ConfigError(`repo.provider ${provider}: not supported yet`);
   }

@@ -2,6 +2,7 @@ import { LastgoodError, RemoteError, redact } from '../errors.ts';
 import type { NotesStore } from '../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, PullRequestSpec, RepoBackend, TreeItem } from '../repo/types.ts';
 import { reviewBranch } from './branch.ts';
+import type { GitCredentials } from './git-remote/auth.ts';
 import type { RemoteRepo } from './git-remote/remote-repo.ts';
 import type { HostCoordinates } from './providers.ts';
 
@@ -92,6 +93,17 @@ export interface ReviewHost {
   commitUrl(sha: string): string;
   /** refuses, before anything is written, credentials that cannot open requests (GitLab's CI job token) */
   checkCanOpen?(): void;
+}
+
+/** What a host folder's `open…(opts)` is given (src/deliver/open-review.ts). */
+export interface HostOpenOptions {
+  coordinates: HostCoordinates;
+  credentials: GitCredentials | undefined;
+  /** the config file, for errors that point at repo.auth */
+  configFile?: string;
+  maxRetries?: number;
+  retryUnitMs?: number;
+  onWarning?: (message: string) => void;
 }
 
 /** `<!-- lastgood:target=<t> bad=<sha> -->`, as the GitHub backend writes it (github.ts pullRequestMarker): finds the request again whatever its branch. */

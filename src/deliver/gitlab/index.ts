@@ -1,10 +1,8 @@
 import { MergeRequestNotes, MergeRequests, Users } from '@gitbeaker/rest';
 import { createRequesterFn } from '@gitbeaker/requester-utils';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
-import type { GitCredentials } from '../git-remote/auth.ts';
 import { createHostFetch, type HostFetch } from '../host-http.ts';
-import type { HostCoordinates } from '../providers.ts';
-import { hostFailure, type Decoration, type HostRequest, type OpenRequest, type ReviewHost } from '../review-request.ts';
+import { hostFailure, type HostOpenOptions, type Decoration, type HostRequest, type OpenRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * GitLab (gitlab.com and self-managed, API v4) through @gitbeaker/rest: merge requests, their
@@ -19,16 +17,6 @@ import { hostFailure, type Decoration, type HostRequest, type OpenRequest, type 
  * reaches only a few API endpoints, merge requests not among them
  * (doc/ci/jobs/ci_job_token.md): pull-request mode refuses it before anything is written.
  */
-
-export interface GitLabHostOptions {
-  coordinates: HostCoordinates;
-  credentials: GitCredentials | undefined;
-  /** where repo.auth points, for messages */
-  configFile?: string;
-  maxRetries?: number;
-  retryUnitMs?: number;
-  onWarning?: (message: string) => void;
-}
 
 interface GitLabUser {
   id: number;
@@ -88,7 +76,7 @@ function requesterOver(http: HostFetch) {
   );
 }
 
-export function openGitLab(opts: GitLabHostOptions): ReviewHost {
+export function openGitLab(opts: HostOpenOptions): ReviewHost {
   const { coordinates: at, credentials } = opts;
   const project = `${at.owner}/${at.repo}`;
   const http = createHostFetch({ apiBase: at.api, system: 'gitlab', ...(opts.maxRetries !== undefined ? { maxRetries: opts.maxRetries } : {}), ...(opts.retryUnitMs !== undefined ? { retryUnitMs: opts.retryUnitMs } : {}), ...(opts.onWarning ? { onWarning: opts.onWarning } : {}) });
