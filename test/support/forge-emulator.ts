@@ -259,9 +259,10 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
           answer = { status: error.status, body: error.body };
         }
         // an error status the description gives without a body schema (Gitea's `responses/error`) has nothing to check
-        const response = match.operation.responses[String(answer.status)];
+        const response = match.operation.responses[String(answer.status)] ?? match.operation.responses.default;
         const hasSchema = response !== undefined && JSON.stringify(resolveRef(opts.validator.doc, response)).includes('"schema"');
-        if (answer.status < 300 || hasSchema) {
+        if (answer.status < 300 && response === undefined) violations.push(`${route} → ${answer.status}: status not described`);
+        else if (hasSchema) {
           const wrong = opts.validator.validateResponse(match, answer.status, answer.body);
           if (wrong.length) violations.push(...wrong);
         }
