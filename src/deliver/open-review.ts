@@ -16,6 +16,10 @@ async function openHost(provider: ReviewProvider, opts: HostOpenOptions): Promis
       return (await import('./gitlab/index.ts')).openGitLab(opts);
     case 'gitea':
       return (await import('./gitea/index.ts')).openGitea(opts);
+    case 'bitbucket':
+      return (await import('./bitbucket/cloud.ts')).openBitbucketCloud(opts);
+    case 'bitbucket-server':
+      return (await import('./bitbucket/data-center.ts')).openBitbucketDataCenter(opts);
     default:
       throw new ConfigError(`repo.provider ${provider}: not supported yet`);
   }

@@ -33,7 +33,7 @@ export const isReviewProvider = (p: Provider | undefined): p is ReviewProvider =
 /** Where a repository lives on its host: the API base, the repository's web page, and the names the API takes. */
 export interface HostCoordinates {
   provider: ReviewProvider;
-  /** the API base URL (GitLab .../api/v4, Gitea .../api/v1, Bitbucket .../2.0 or .../rest/api/1.0, Azure DevOps the organization/collection) */
+  /** the API base URL (GitLab .../api/v4, Gitea .../api/v1, Bitbucket Cloud .../2.0 or Data Center .../rest, Azure DevOps the organization/collection) */
   api: string;
   /** the repository's web page, without a trailing "/" */
   web: string;
@@ -77,7 +77,7 @@ export function hostCoordinates(url: URL, provider: ReviewProvider, apiUrl?: str
       const context = segments.slice(0, scm).map(encodeURIComponent).join('/');
       const base = `${origin}${context ? `/${context}` : ''}`;
       const [owner, repo] = segments.slice(scm + 1) as [string, string];
-      return { provider, api: api(`${base}/rest/api/1.0`), web: `${base}/projects/${encodeURIComponent(owner)}/repos/${encodeURIComponent(repo)}`, owner, repo };
+      return { provider, api: api(`${base}/rest`), web: `${base}/projects/${encodeURIComponent(owner)}/repos/${encodeURIComponent(repo)}`, owner, repo };
     }
     case 'azure-devops': {
       // https://dev.azure.com/ORG/PROJECT/_git/REPO, https://ORG.visualstudio.com/PROJECT/_git/REPO, https://HOST/COLLECTION/PROJECT/_git/REPO

@@ -1,4 +1,5 @@
 import type { HostUnderTest } from './forge-scenario.ts';
+import { startBitbucketCloudEmulator, startBitbucketDataCenterEmulator } from './bitbucket-emulator.ts';
 import { startGiteaEmulator } from './gitea-emulator.ts';
 import { startGitLabEmulator } from './gitlab-emulator.ts';
 
@@ -31,5 +32,34 @@ export const HOSTS: HostUnderTest[] = [
     refusal: 'Gitea: branch main is protected from force push and direct writes',
     requestPage: (n) => `/acme/gitops/pulls/${n}`,
     commitPage: (sha) => `/acme/gitops/commit/${sha}`,
+  },
+  {
+    provider: 'bitbucket',
+    repoPath: 'acme/gitops.git',
+    cloneUrl: (base) => `${base}/acme/gitops.git`,
+    apiUrl: (base) => `${base}/2.0`,
+    start: startBitbucketCloudEmulator,
+    labels: false,
+    assignees: false,
+    reviewer: '557058:alice',
+    assignee: '557058:bob',
+    createPath: /\/pullrequests$/,
+    refusal: 'Bitbucket: branch main requires a pull request before merging',
+    requestPage: (n) => `/acme/gitops/pull-requests/${n}`,
+    commitPage: (sha) => `/acme/gitops/commits/${sha}`,
+  },
+  {
+    provider: 'bitbucket-server',
+    repoPath: 'acme/gitops.git',
+    cloneUrl: (base) => `${base}/scm/acme/gitops.git`,
+    start: startBitbucketDataCenterEmulator,
+    labels: false,
+    assignees: false,
+    reviewer: 'alice',
+    assignee: 'bob',
+    createPath: /\/pull-requests$/,
+    refusal: 'Push rejected: refs/heads/main is a protected branch (lastgood test hook)',
+    requestPage: (n) => `/projects/acme/repos/gitops/pull-requests/${n}`,
+    commitPage: (sha) => `/projects/acme/repos/gitops/commits/${sha}`,
   },
 ];
