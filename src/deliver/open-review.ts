@@ -20,8 +20,8 @@ async function openHost(provider: ReviewProvider, opts: HostOpenOptions): Promis
       return (await import('./bitbucket/cloud.ts')).openBitbucketCloud(opts);
     case 'bitbucket-server':
       return (await import('./bitbucket/data-center.ts')).openBitbucketDataCenter(opts);
-    default:
-      throw new ConfigError(`repo.provider ${provider}: not supported yet`);
+    case 'azure-devops':
+      return (await import('./azure-devops/index.ts')).openAzureDevOps(opts);
   }
 }
 

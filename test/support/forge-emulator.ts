@@ -115,6 +115,8 @@ export interface ForgeOptions {
   /** the host's error body for a status and message */
   errorBody: (status: number, message: string) => unknown;
   handle: (req: ForgeRequest, model: ForgeModel) => Promise<ForgeAnswer>;
+  /** the part of an answer the description describes, where the host wraps it (Azure DevOps's `{count, value}`) */
+  described?: (body: unknown, schemaIsArray: boolean) => unknown;
 }
 
 export interface ForgeModel {
@@ -263,7 +265,8 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
         const hasSchema = response !== undefined && JSON.stringify(resolveRef(opts.validator.doc, response)).includes('"schema"');
         if (answer.status < 300 && response === undefined) violations.push(`${route} → ${answer.status}: status not described`);
         else if (hasSchema) {
-          const wrong = opts.validator.validateResponse(match, answer.status, answer.body);
+          const isArray = /"type":"array"/.test(JSON.stringify(resolveRef(opts.validator.doc, response)).slice(0, 400));
+          const wrong = opts.validator.validateResponse(match, answer.status, opts.described ? opts.described(answer.body, isArray) : answer.body);
           if (wrong.length) violations.push(...wrong);
         }
         if (fault?.afterApply) {

@@ -1,4 +1,5 @@
 import type { HostUnderTest } from './forge-scenario.ts';
+import { startAzureDevOpsEmulator } from './azure-devops-emulator.ts';
 import { startBitbucketCloudEmulator, startBitbucketDataCenterEmulator } from './bitbucket-emulator.ts';
 import { startGiteaEmulator } from './gitea-emulator.ts';
 import { startGitLabEmulator } from './gitlab-emulator.ts';
@@ -61,5 +62,19 @@ export const HOSTS: HostUnderTest[] = [
     refusal: 'Push rejected: refs/heads/main is a protected branch (lastgood test hook)',
     requestPage: (n) => `/projects/acme/repos/gitops/pull-requests/${n}`,
     commitPage: (sha) => `/projects/acme/repos/gitops/commits/${sha}`,
+  },
+  {
+    provider: 'azure-devops',
+    repoPath: 'acme/platform/_git/gitops.git',
+    cloneUrl: (base) => `${base}/acme/platform/_git/gitops`,
+    start: startAzureDevOpsEmulator,
+    labels: true,
+    assignees: false,
+    reviewer: 'alice',
+    assignee: 'bob',
+    createPath: /\/pullrequests$/,
+    refusal: 'TF402455: Pushes to this branch are not permitted; you must use a pull request to update this branch.',
+    requestPage: (n) => `/acme/platform/_git/gitops/pullrequest/${n}`,
+    commitPage: (sha) => `/acme/platform/_git/gitops/commit/${sha}`,
   },
 ];
