@@ -55,9 +55,13 @@ export function hostCoordinates(url: URL, provider: ReviewProvider, apiUrl?: str
   const api = (fallback: string) => (apiUrl ?? fallback).replace(/\/+$/, '');
   switch (provider) {
     case 'gitlab': {
-      // https://gitlab.com/group/subgroup/project(.git): the project is the whole path
-      if (segments.length < 2) return 'a GitLab project URL is https://HOST/GROUP/PROJECT(.git)';
-      return { provider, api: api(`${origin}/api/v4`), web: `${origin}/${segments.join('/')}`, owner: segments.slice(0, -1).join('/'), repo: segments.at(-1)! };
+      // https://gitlab.com/group/subgroup/project(.git): the project is the whole path, below a
+      // relative URL root when repo.apiUrl names one (https://HOST/gitlab/api/v4)
+      const root = apiUrl && new URL(apiUrl).origin === url.origin ? new URL(apiUrl).pathname.replace(/\/api\/v4\/?$/, '').split('/').filter(Boolean) : [];
+      const project = root.every((r, i) => segments[i] === r) ? segments.slice(root.length) : segments;
+      if (project.length < 2) return 'a GitLab project URL is https://HOST/GROUP/PROJECT(.git)';
+      const base = `${origin}${root.length ? `/${root.join('/')}` : ''}`;
+      return { provider, api: api(`${origin}/api/v4`), web: `${base}/${project.join('/')}`, owner: project.slice(0, -1).join('/'), repo: project.at(-1)! };
     }
     case 'gitea': {
       if (segments.length < 2) return 'a Gitea/Forgejo repository URL is https://HOST/OWNER/REPO(.git)';
