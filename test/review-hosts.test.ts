@@ -1,7 +1,10 @@
 import test from 'ava';
 import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { exitCodeFor } from '../src/engine.ts';
+import { formatReport, reportJson } from '../src/report/text.ts';
 import { forgeScenario, P, TARGET, values, type ForgeScenario, type HostUnderTest } from './support/forge-scenario.ts';
 import { git } from './support/git.ts';
 import { HOSTS } from './support/hosts-under-test.ts';
@@ -58,6 +61,29 @@ for (const host of HOSTS) {
     t.is(pushes(s).length, before.pushes, 'and pushes nothing');
     t.is(s.emulator.model.requests.length, 1);
     t.deepEqual(s.emulator.violations, []);
+  });
+
+  test(name('links: the text and JSON reports and the notification carry the host\'s own request and commit pages'), async (t) => {
+    const s = await forgeScenario(t, host);
+    const posted: Array<Record<string, unknown>> = [];
+    const hook = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c));
+      req.on('end', () => {
+        posted.push(JSON.parse(body) as Record<string, unknown>);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => hook.close(() => resolve())));
+    const report = await s.runOnce(undefined, undefined, { LASTGOOD_WEBHOOK_URL: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` });
+    const page = `${s.emulator.url}${host.requestPage(1)}`;
+    t.true(formatReport(report, { showDiff: false }).includes(`pull request: ${page}`));
+    t.is((JSON.parse(reportJson(report)) as { targets: Array<{ pullRequest: string }> }).targets[0]!.pullRequest, page);
+    t.is(posted.length, 1);
+    t.is(posted[0]!.pullRequest, page);
+    t.deepEqual((posted[0]!.links as { bad: string[] }).bad, [`${s.emulator.url}${host.commitPage(s.bad)}`]);
+    t.true(s.emulator.model.requests[0]!.body.includes(`${s.emulator.url}${host.commitPage(s.bad)}`), 'the description links the bad commit on the host');
   });
 
   test(name('two runs at once make one request, decorated once'), async (t) => {

@@ -67,7 +67,7 @@ export interface ForgeScenario {
   /** a new commit on main, as someone else pushes it */
   push(files: Record<string, string>, message: string): string;
   backend(): Promise<RepoBackend>;
-  runOnce(observed?: Observed[], backend?: RepoBackend): Promise<Report>;
+  runOnce(observed?: Observed[], backend?: RepoBackend, env?: Record<string, string>): Promise<Report>;
 }
 
 export async function forgeScenario(
@@ -122,10 +122,10 @@ targets:
       const cfg = await loadConfig(config);
       return openRepo({ location: cfg.repo.url, relativeTo: dir, repo: cfg.repo, configFile: config, env, hostApi: { retryUnitMs: 2 }, onWarning: () => {} });
     },
-    runOnce: async (observed = scenario.failed(), backend) => {
+    runOnce: async (observed = scenario.failed(), backend, notifyEnv = {}) => {
       const cfg = await loadConfig(config);
       const repo = backend ?? (await scenario.backend());
-      return run({ config: cfg, observed, now: NOW, repo, dryRun: false, log: pino({ level: 'silent' }), env: {} });
+      return run({ config: cfg, observed, now: NOW, repo, dryRun: false, log: pino({ level: 'silent' }), env: notifyEnv });
     },
   };
   return scenario;
