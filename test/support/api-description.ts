@@ -80,7 +80,10 @@ function fromSwagger2(doc: Swagger2): OpenApiDocument {
     }
     paths[`${base}${template}`] = out;
   }
-  const converted = { ...doc, paths, components: { schemas: doc.definitions ?? {} } } as unknown as OpenApiDocument;
+  // an excerpt (GitLab's) names definitions it does not carry: those are not checked (accept anything)
+  const definitions = { ...(doc.definitions ?? {}) };
+  for (const m of JSON.stringify(doc.paths).matchAll(/"#\/definitions\/([^"]+)"/g)) definitions[m[1]!] ??= {};
+  const converted = { ...doc, definitions, paths, components: { schemas: definitions } } as unknown as OpenApiDocument;
   nullableEverywhere((converted as unknown as { definitions?: unknown }).definitions);
   nullableEverywhere(paths);
   return converted;
