@@ -14,7 +14,10 @@
  * - Each repetition starts from a fresh `git clone --bare --shared` and a cold mirror (no
  *   repo.cacheDir): the whole run, as a CI job or the first revert of a controller does it.
  *   ms = median of the repetitions; emulators and client share this process.
- * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three).
+ * - review-pr/gitlab+commits-api: the same on GitLab with the review branch's commit written by
+ *   GitLab's Commits API (`actions`, at `start_sha`) instead of pushed: the two ways measured.
+ * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three);
+ *   LASTGOOD_BENCH_HOSTS=gitlab,gitea the hosts (default: all).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -59,7 +62,7 @@ interface Measured {
   gitRequests: number;
 }
 
-async function hostRun(host: HostUnderTest, cached: string, paths: string[], bad: string): Promise<Measured> {
+async function hostRun(host: HostUnderTest, cached: string, paths: string[], bad: string, commits: 'git' | 'api' = 'git'): Promise<Measured> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-host-'));
   const bare = path.join(root, host.repoPath);
   mkdirSync(path.dirname(bare), { recursive: true });
@@ -75,7 +78,7 @@ async function hostRun(host: HostUnderTest, cached: string, paths: string[], bad
     });
     const seen = observed(bare, bad);
     const started = performance.now();
-    const backend = await openRepo({ location: config.repo.url, relativeTo: root, repo: config.repo, env: { LASTGOOD_GIT_TOKEN: TOKEN }, onWarning: () => {} });
+    const backend = await openRepo({ location: config.repo.url, relativeTo: root, repo: config.repo, env: { LASTGOOD_GIT_TOKEN: TOKEN }, hostApi: { commits }, onWarning: () => {} });
     const report = await run({ config, observed: seen, now: NOW, repo: backend, dryRun: false, log: pino({ level: 'silent' }), env: {} });
     const ms = performance.now() - started;
     const outcome = report.targets[0]!;
@@ -117,20 +120,25 @@ async function gitHubRun(cached: string, paths: string[], bad: string): Promise<
 
 export default async function* () {
   const sizes = (process.env.LASTGOOD_BENCH_SIZES?.split(',') ?? Object.keys(SIZES)) as SizeName[];
+  const only = process.env.LASTGOOD_BENCH_HOSTS?.split(',');
   for (const size of sizes) {
     const repo = await benchRepo(size);
     const paths = [...repo.paths, repo.paths[0]!.replace(/overlays\/prod\/$/, 'base/deployment.yaml')];
     const github: Measured[] = [];
     for (let i = 0; i < REPS; i++) github.push(await gitHubRun(repo.gitdir, paths, repo.bad));
     const baselineMs = median(github.map((r) => r.ms));
-    for (const host of HOSTS) {
+    // GitLab twice: the review branch pushed (git) and written by its Commits API (api)
+    const variants = HOSTS.flatMap((host) => (host.provider === 'gitlab' ? [{ host, commits: 'git' as const }, { host, commits: 'api' as const }] : [{ host, commits: 'git' as const }]))
+      .filter((v) => !only || only.includes(v.host.provider));
+    for (const { host, commits } of variants) {
+      const name = `review-pr/${host.provider}${commits === 'api' ? '+commits-api' : ''}`;
       const runs: Measured[] = [];
-      for (let i = 0; i < REPS; i++) runs.push(await hostRun(host, repo.gitdir, paths, repo.bad));
+      for (let i = 0; i < REPS; i++) runs.push(await hostRun(host, repo.gitdir, paths, repo.bad, commits));
       const ms = median(runs.map((r) => r.ms));
       const api = [...new Set(runs.map((r) => r.apiRequests))];
-      process.stderr.write(`review-pr/${host.provider} ${size}: ${runs.map((r) => Math.round(r.ms)).join(', ')} ms (GitHub ${github.map((r) => Math.round(r.ms)).join(', ')}), API requests ${api.join('/')}, git requests ${runs.map((r) => r.gitRequests).join('/')}\n`);
+      process.stderr.write(`${name} ${size}: ${runs.map((r) => Math.round(r.ms)).join(', ')} ms (GitHub ${github.map((r) => Math.round(r.ms)).join(', ')}), API requests ${api.join('/')}, git requests ${runs.map((r) => r.gitRequests).join('/')}\n`);
       yield {
-        bench: `review-pr/${host.provider}`,
+        bench: name,
         size,
         files: repo.files,
         commits: repo.commits,

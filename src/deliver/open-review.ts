@@ -55,5 +55,5 @@ export async function openReviewRepo(location: string, opts: OpenRepoOptions): P
     ...(opts.hostApi?.maxRetries !== undefined ? { maxRetries: opts.hostApi.maxRetries } : {}),
     ...(opts.hostApi?.retryUnitMs !== undefined ? { retryUnitMs: opts.hostApi.retryUnitMs } : {}),
   });
-  return new ReviewRequestRepo({ git, host, baseBranch: opts.repo?.branch ?? 'main', onWarning: warn });
+  return new ReviewRequestRepo({ git, host, baseBranch: opts.repo?.branch ?? 'main', onWarning: warn, ...(opts.hostApi?.commits ? { commits: opts.hostApi.commits } : {}) });
 }

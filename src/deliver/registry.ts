@@ -25,7 +25,7 @@ export interface OpenRepoOptions {
   /** the environment repo.auth reads (default: process.env) */
   env?: Record<string, string | undefined>;
   /** a host API's retries (default 3) and the unit of its waits (default 1000 ms; tests use a few ms) */
-  hostApi?: { maxRetries?: number; retryUnitMs?: number };
+  hostApi?: { maxRetries?: number; retryUnitMs?: number; commits?: 'git' | 'api' };
 }
 
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */

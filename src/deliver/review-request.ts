@@ -1,6 +1,6 @@
 import { LastgoodError, RemoteError, redact } from '../errors.ts';
 import type { NotesStore } from '../history/notes.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, PullRequestSpec, RepoBackend, TreeItem } from '../repo/types.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, TreeItem } from '../repo/types.ts';
 import { reviewBranch } from './branch.ts';
 import type { GitCredentials } from './git-remote/auth.ts';
 import type { RemoteRepo } from './git-remote/remote-repo.ts';
@@ -67,6 +67,18 @@ export interface Decoration {
   assignees: string[];
 }
 
+/**
+ * A commit the host makes itself (GitLab's Commits API with `actions`): branch `branch` (re)made at
+ * `startSha` plus the actions, atomically, without a clone or a push.
+ */
+export interface ApiCommit {
+  branch: string;
+  startSha: string;
+  message: string;
+  author: Pick<Person, 'name' | 'email'>;
+  actions: Array<{ action: 'create' | 'update' | 'delete'; path: string; content?: string; executable?: boolean }>;
+}
+
 /** One host's API, as the flow needs it. Errors are RemoteErrors in the host's own words. */
 export interface ReviewHost {
   readonly system: RemoteError['system'];
@@ -93,6 +105,8 @@ export interface ReviewHost {
   commitUrl(sha: string): string;
   /** refuses, before anything is written, credentials that cannot open requests (GitLab's CI job token) */
   checkCanOpen?(): void;
+  /** a host that can write the review branch's commit through its API: the new commit's id */
+  commitBranch?(commit: ApiCommit): Promise<string>;
 }
 
 /** What a host folder's `open…(opts)` is given (src/deliver/open-review.ts). */
@@ -128,6 +142,12 @@ export interface ReviewRequestRepoOptions {
   host: ReviewHost;
   /** the branch reverts go to (repo.branch): where superseded requests are looked for */
   baseBranch: string;
+  /**
+   * how a new review branch's commit is written: `git` (default, a push: a compare-and-swap on the
+   * branch, commits signed with repo.signing) or `api` (the host's commit API where it has one;
+   * measured in bench/review-hosts.bench.ts, see the README for the choice)
+   */
+  commits?: 'git' | 'api';
   onWarning?: (message: string) => void;
 }
 
@@ -138,12 +158,14 @@ export class ReviewRequestRepo implements RepoBackend {
   readonly git: RemoteRepo;
   readonly host: ReviewHost;
   private readonly baseBranch: string;
+  private readonly commits: 'git' | 'api';
   private readonly onWarning: ((message: string) => void) | undefined;
 
   constructor(opts: ReviewRequestRepoOptions) {
     this.git = opts.git;
     this.host = opts.host;
     this.baseBranch = opts.baseBranch;
+    this.commits = opts.commits ?? 'git';
     this.kind = opts.host.coordinates.provider;
     this.description = opts.git.description;
     this.onWarning = opts.onWarning;
@@ -226,7 +248,7 @@ export class ReviewRequestRepo implements RepoBackend {
     }
 
     // [CREATE]
-    const pushed = await this.git.pushReviewBranch(change, branch);
+    const pushed = await this.writeReviewBranch(change, branch);
     let request: HostRequest | undefined;
     let created = true;
     for (let attempt = 0; !request; attempt++) {
@@ -259,6 +281,25 @@ export class ReviewRequestRepo implements RepoBackend {
       if (spec.autoMerge) await this.host.autoMerge?.(request, warn);
     }
     return this.result(pushed.commit, request, created, warnings);
+  }
+
+  /** The new review branch: pushed, or (commits: api, and the host can) made by the host's commit API. */
+  private async writeReviewBranch(change: Change, branch: string): Promise<{ commit: string; branch: string; created: boolean }> {
+    if (this.commits !== 'api' || !this.host.commitBranch) return this.git.pushReviewBranch(change, branch);
+    const actions: ApiCommit['actions'] = [];
+    for (const f of change.files) {
+      if ('delete' in f) {
+        actions.push({ action: 'delete', path: f.path });
+        continue;
+      }
+      // a symlink or a submodule is no file content: git writes those
+      if (f.mode !== '100644' && f.mode !== '100755') return this.git.pushReviewBranch(change, branch);
+      const content = 'content' in f ? f.content : await this.git.readBlob(f.oid);
+      const exists = (await this.git.pathOid(change.parent, f.path)) !== undefined;
+      actions.push({ action: exists ? 'update' : 'create', path: f.path, content: Buffer.from(content).toString('base64'), executable: f.mode === '100755' });
+    }
+    const commit = await this.host.commitBranch({ branch, startSha: change.parent, message: redact(change.message), author: change.author, actions });
+    return { commit, branch, created: true };
   }
 
   private result(commit: string, request: HostRequest, created: boolean, warnings: string[]): DeliveryResult {

@@ -66,7 +66,7 @@ export interface ForgeScenario {
   healthy(revision: string): Observed[];
   /** a new commit on main, as someone else pushes it */
   push(files: Record<string, string>, message: string): string;
-  backend(): Promise<RepoBackend>;
+  backend(hostApi?: { commits?: 'git' | 'api' }): Promise<RepoBackend>;
   runOnce(observed?: Observed[], backend?: RepoBackend, env?: Record<string, string>): Promise<Report>;
 }
 
@@ -118,9 +118,9 @@ targets:
       git(work, 'push', '-q', 'origin', 'HEAD:main');
       return sha;
     },
-    backend: async () => {
+    backend: async (hostApi = {}) => {
       const cfg = await loadConfig(config);
-      return openRepo({ location: cfg.repo.url, relativeTo: dir, repo: cfg.repo, configFile: config, env, hostApi: { retryUnitMs: 2 }, onWarning: () => {} });
+      return openRepo({ location: cfg.repo.url, relativeTo: dir, repo: cfg.repo, configFile: config, env, hostApi: { retryUnitMs: 2, ...hostApi }, onWarning: () => {} });
     },
     runOnce: async (observed = scenario.failed(), backend, notifyEnv = {}) => {
       const cfg = await loadConfig(config);

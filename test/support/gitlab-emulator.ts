@@ -12,7 +12,7 @@ import { tokenOf, type HostEmulatorOptions } from './gitea-emulator.ts';
  * Listing, opening, reading and updating merge requests are checked against GitLab's published
  * description, as far as the excerpt of it in fixtures/host-api/gitlab-openapi-v2-merge-requests.yaml
  * goes (paths, query parameters, statuses; its bodies' definitions could not be copied). The notes,
- * users and merge endpoints are declared below with their query parameters: a request outside
+ * users, merge and commits (with `actions`) endpoints are declared below with their query parameters: a request outside
  * them, or with a parameter they do not name, is a violation.
  * Clone URLs are `/GROUP/PROJECT.git`; tokens come as PRIVATE-TOKEN, JOB-TOKEN or Bearer.
  */
@@ -21,6 +21,7 @@ const DECLARED_ROUTES: Record<string, Record<string, string[]>> = {
   '/api/v4/projects/{id}/merge_requests/{merge_request_iid}/notes': { post: [] },
   '/api/v4/projects/{id}/merge_requests/{merge_request_iid}/merge': { put: [] },
   '/api/v4/users': { get: ['username', 'per_page', 'page'] },
+  '/api/v4/projects/{id}/repository/commits': { post: [] },
 };
 
 /** GitLab's description (the excerpt) and the declared routes, as one document for the validator. */
@@ -141,6 +142,19 @@ export async function startGitLabEmulator(opts: GitLabEmulatorOptions): Promise<
           p.autoMerge = true;
           return { status: 200, body: mrJson(model, p) };
         }
+        case 'POST /api/v4/projects/{id}/repository/commits': {
+          // the Commits API: `branch` made at start_sha (or moved, with force) plus the actions, atomically
+          const branch = String(body.branch);
+          const start = String(body.start_sha ?? (await model.branchHead(String(body.start_branch ?? branch))) ?? '');
+          if (!start) throw new ForgeHttpError(400, { message: 'You can only create or edit files when you are on a branch' });
+          const existing = await model.branchHead(branch);
+          if (existing && body.start_sha !== undefined && body.force !== true) throw new ForgeHttpError(400, { message: `A branch called '${branch}' already exists. Switch to that branch in order to make changes` });
+          const sha = await applyActions(model, start, body);
+          await model.git(['update-ref', `refs/heads/${branch}`, sha, ...(existing ? [existing] : [])]);
+          const now = model.now();
+          const message = String(body.commit_message);
+          return { status: 201, body: { id: sha, short_id: sha.slice(0, 8), title: message.split('\n')[0], message, author_name: String(body.author_name ?? 'lastgood-bot'), author_email: String(body.author_email ?? 'bot@example.com'), authored_date: now, committer_name: 'GitLab', committer_email: 'noreply@gitlab.com', committed_date: now, created_at: now, parent_ids: [start], web_url: `${web(model)}/-/commit/${sha}` } };
+        }
         case 'GET /api/v4/users': {
           const username = req.query.get('username');
           const found = users.filter((u) => u === username);
@@ -151,4 +165,41 @@ export async function startGitLabEmulator(opts: GitLabEmulatorOptions): Promise<
       }
     },
   });
+}
+
+/** The Commits API's actions on a temporary index: blobs written, the tree and the commit made with git's plumbing. */
+async function applyActions(model: ForgeModel, start: string, body: Record<string, unknown>): Promise<string> {
+  const { execFile } = await import('node:child_process');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const cwd = (await model.git(['rev-parse', '--absolute-git-dir'])).trim();
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'gitlab-emulator-index-'));
+  const env = { ...process.env, GIT_INDEX_FILE: path.join(tmp, 'index'), GIT_AUTHOR_NAME: String(body.author_name ?? 'lastgood-bot'), GIT_AUTHOR_EMAIL: String(body.author_email ?? 'bot@example.com'), GIT_COMMITTER_NAME: 'GitLab', GIT_COMMITTER_EMAIL: 'noreply@gitlab.com' };
+  const git = (args: string[], input?: Buffer) => new Promise<string>((resolve, reject) => {
+    const child = execFile('git', args, { cwd, env, encoding: 'utf8' }, (error, stdout, stderr) => (error ? reject(new ForgeHttpError(400, { message: stderr.trim() || error.message })) : resolve(stdout.trim())));
+    child.stdin?.on('error', () => {}); // a command that reads no input may be gone already
+    child.stdin?.end(input ?? '');
+  });
+  try {
+    await git(['read-tree', start]);
+    for (const a of (body.actions as Array<Record<string, unknown>> | undefined) ?? []) {
+      const file = String(a.file_path);
+      const there = await git(['ls-files', '--', file]);
+      if (a.action === 'delete') {
+        if (!there) throw new ForgeHttpError(400, { message: `A file with this name doesn't exist` });
+        await git(['update-index', '--force-remove', '--', file]);
+        continue;
+      }
+      if (a.action === 'create' && there) throw new ForgeHttpError(400, { message: 'A file with this name already exists' });
+      if (a.action === 'update' && !there) throw new ForgeHttpError(400, { message: `A file with this name doesn't exist` });
+      const content = a.encoding === 'base64' ? Buffer.from(String(a.content ?? ''), 'base64') : Buffer.from(String(a.content ?? ''));
+      const blob = await git(['hash-object', '-w', '--stdin'], content);
+      await git(['update-index', '--add', '--cacheinfo', `${a.execute_filemode ? '100755' : '100644'},${blob},${file}`]);
+    }
+    const tree = await git(['write-tree']);
+    return await git(['commit-tree', tree, '-p', start, '-m', String(body.commit_message)]);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }
