@@ -45,6 +45,8 @@ export interface ForgeRecord {
   write: boolean;
   git: boolean;
   fault?: string;
+  /** the Authorization scheme (Basic, Bearer) or the GitLab token header that came, never its value */
+  auth?: string;
 }
 
 export interface ModelComment {
@@ -205,7 +207,8 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', model.base || 'http://localhost');
     const method = (req.method ?? 'GET').toUpperCase();
-    const record: ForgeRecord = { method, path: url.pathname + url.search, route: undefined, status: 0, write: method !== 'GET' && method !== 'HEAD', git: false };
+    const scheme = req.headers.authorization?.split(/\s+/)[0] ?? (req.headers['private-token'] ? 'PRIVATE-TOKEN' : req.headers['job-token'] ? 'JOB-TOKEN' : undefined);
+    const record: ForgeRecord = { method, path: url.pathname + url.search, route: undefined, status: 0, write: method !== 'GET' && method !== 'HEAD', git: false, ...(scheme ? { auth: scheme } : {}) };
     log.push(record);
     const gitTarget = opts.gitPath(url.pathname);
     if (gitTarget !== undefined) {
