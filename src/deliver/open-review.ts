@@ -1,7 +1,7 @@
 import { ConfigError, InputError } from '../errors.ts';
 import { prepareGitRemote } from './git-remote/index.ts';
-import { hostCoordinates, providerOf, publicProvider, type ReviewProvider } from './providers.ts';
-import type { OpenRepoOptions } from './registry.ts';
+import { hostCoordinates, providerOf, publicProvider, type ConfiguredProvider, type ReviewProvider } from './providers.ts';
+import type { GitRemoteConfig } from './git-remote/index.ts';
 import { ReviewRequestRepo, type HostOpenOptions, type ReviewHost } from './review-request.ts';
 
 /**
@@ -9,6 +9,17 @@ import { ReviewRequestRepo, type HostOpenOptions, type ReviewHost } from './revi
  * commits, the review branch) and the host's API client from its folder (src/deliver/<host>/),
  * loaded only for that host.
  */
+
+/** What the registry passes on (its OpenRepoOptions, structurally: no import back into the registry). */
+export interface ReviewOpenOptions {
+  relativeTo: string;
+  configFile?: string;
+  fromFlag?: boolean;
+  repo?: GitRemoteConfig & { apiUrl?: string; branch?: string; provider?: string };
+  env?: Record<string, string | undefined>;
+  onWarning?: (message: string) => void;
+  hostApi?: { maxRetries?: number; retryUnitMs?: number; commits?: 'git' | 'api' };
+}
 
 async function openHost(provider: ReviewProvider, opts: HostOpenOptions): Promise<ReviewHost> {
   switch (provider) {
@@ -25,14 +36,14 @@ async function openHost(provider: ReviewProvider, opts: HostOpenOptions): Promis
   }
 }
 
-export async function openReviewRepo(location: string, opts: OpenRepoOptions): Promise<ReviewRequestRepo> {
+export async function openReviewRepo(location: string, opts: ReviewOpenOptions): Promise<ReviewRequestRepo> {
   let url = new URL(location);
   // an Azure DevOps clone URL names the organization as a user (https://ORG@dev.azure.com/…): not a credential
   if (url.username && !url.password && publicProvider(url) === 'azure-devops') {
     url.username = '';
     url = new URL(url.href);
   }
-  const provider = providerOf(url, opts.repo?.provider) as ReviewProvider;
+  const provider = providerOf(url, opts.repo?.provider as ConfiguredProvider | undefined) as ReviewProvider;
   const coordinates = hostCoordinates(url, provider, opts.repo?.apiUrl);
   if (typeof coordinates === 'string') {
     const message = `"${url.origin}${url.pathname}" is not a repository URL of ${provider}: ${coordinates}`;
