@@ -136,6 +136,22 @@ for (const host of HOSTS) {
     t.deepEqual(s.emulator.violations, []);
   });
 
+  test(name('a run on stale evidence (the older failure) does not close the newer failure\'s request'), async (t) => {
+    const s = await forgeScenario(t, host);
+    // the newer failure changes another file: the older one's revert still applies cleanly
+    const worse = s.push({ [`${P}kustomization.yaml`]: 'resources: [values.yaml, hpa.yaml]\n', [`${P}hpa.yaml`]: 'kind: HorizontalPodAutoscaler\n' }, 'podinfo: an autoscaler');
+    const newer = (await s.runOnce(s.failed(worse, s.bad))).targets[0]!;
+    t.falsy(newer.error, JSON.stringify(newer.error));
+    t.true(newer.created);
+    const stale = (await s.runOnce(s.failed(s.bad, s.good))).targets[0]!;
+    t.falsy(stale.error, JSON.stringify(stale.error));
+    t.true(stale.created, 'the stale run opens its own request');
+    const byBranch = new Map(s.emulator.model.requests.map((r) => [r.source, r.state]));
+    t.is(byBranch.get(branchOf(worse)), 'open', 'the newer failure\'s request stays open');
+    t.is(byBranch.get(branchOf(s.bad)), 'open');
+    t.deepEqual(s.emulator.violations, []);
+  });
+
   test(name('a healthy revision that contains the bad commit closes the open revert request'), async (t) => {
     const s = await forgeScenario(t, host);
     t.falsy((await s.runOnce()).targets[0]!.error);

@@ -27,7 +27,10 @@ import type { HostCoordinates } from './providers.ts';
  * 4. [DECORATE] labels, reviewers and assignees the request still lacks are added, computed from
  *    the request as the host shows it: so they are applied exactly once whether or not this process
  *    saw the create's answer (the rule issue 19 asks of the GitHub backend).
- * 5. [SUPERSEDE] a new request closes the target's older ones, with a comment linking the new one.
+ * 5. [SUPERSEDE] the target's requests for older failures (their bad commit an ancestor of this
+ *    one's) are closed, with a comment linking
+ *    this one: when it is opened, and on every later run that still finds one open (a run that
+ *    lost the create's answer, or stopped, leaves the system converging).
  *
  * A request that cannot be opened (a refusal, a permission) leaves nothing half-made: the branch
  * this run pushed for it is deleted again (compare-and-swap: only if it still holds our commit).
@@ -246,6 +249,7 @@ export class ReviewRequestRepo implements RepoBackend {
         await this.host.comment(existing, `lastgood saw new evidence for this revert and updated the description.${pushed.created ? ` The branch now points at ${pushed.commit}.` : ''}`);
       }
       await this.host.decorate(existing, missingDecoration(existing, want), warn);
+      await this.supersede(open, existing, change);
       return this.result(pushed.commit, existing, false, warnings);
     }
 
@@ -273,16 +277,27 @@ export class ReviewRequestRepo implements RepoBackend {
     }
     // [DECORATE] only what the request lacks, as the host shows it
     await this.host.decorate(request, missingDecoration(request, want), warn);
-    if (created) {
-      // [SUPERSEDE] the target's older requests
-      for (const older of open) {
-        if (older.number === request.number) continue;
-        await this.host.comment(older, `Superseded by ${request.url}: a newer failure of \`${change.target}\` (${change.bad[0]?.slice(0, 12) ?? 'unknown'}) needs its own revert. Closing this one. (lastgood)`);
-        await this.host.close(older);
-      }
-      if (spec.autoMerge) await this.host.autoMerge?.(request, warn);
-    }
+    // [SUPERSEDE] also when this run found the request after losing the create's answer: a rerun converges
+    await this.supersede(open, request, change);
+    if (created && spec.autoMerge) await this.host.autoMerge?.(request, warn);
     return this.result(pushed.commit, request, created, warnings);
+  }
+
+  /**
+   * Closes the target's other open requests for older failures (their bad commit is an ancestor of
+   * this one's), each with a comment linking `current`. A request for a newer failure is left alone:
+   * a run on stale evidence must not close it.
+   */
+  private async supersede(open: HostRequest[], current: HostRequest, change: Change): Promise<void> {
+    const prefix = `lastgood/${change.target}/`;
+    const bad = change.bad[0];
+    for (const older of open) {
+      if (older.number === current.number || older.source === current.source || !bad) continue;
+      const olderBad = older.source.startsWith(prefix) ? await this.resolveCommit(older.source.slice(prefix.length)) : undefined;
+      if (!olderBad || olderBad === bad || !(await this.isAncestor(olderBad, bad))) continue;
+      await this.host.comment(older, `Superseded by ${current.url}: a newer failure of \`${change.target}\` (${change.bad[0]?.slice(0, 12) ?? 'unknown'}) needs its own revert. Closing this one. (lastgood)`);
+      await this.host.close(older);
+    }
   }
 
   /** The new review branch: pushed, or (commits: api, and the host can) made by the host's commit API. */
