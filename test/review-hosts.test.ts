@@ -173,6 +173,19 @@ for (const host of HOSTS) {
     t.throws(() => git(s.bare, 'rev-parse', '--verify', '-q', `refs/heads/${branchOf(s.bad)}`), undefined, 'the pushed branch was deleted again');
   });
 
+  test(name('a push rule that refuses the review branch: the host\'s words, exit 3, no request opened'), async (t) => {
+    const s = await forgeScenario(t, host);
+    const hook = path.join(s.bare, 'hooks', 'pre-receive');
+    // refuses branches under lastgood/ (a branch-name push rule), lets anything else through
+    writeFileSync(hook, `#!/bin/sh\nwhile read old new ref; do case "$ref" in refs/heads/lastgood/*) echo "${host.refusal}" >&2; exit 1;; esac; done\nexit 0\n`);
+    chmodSync(hook, 0o755);
+    const report = await s.runOnce();
+    t.is(report.targets[0]!.error?.code, 3);
+    t.true(report.targets[0]!.error!.message.includes(host.refusal), report.targets[0]!.error!.message);
+    t.is(s.emulator.model.requests.length, 0, 'no request without its branch');
+    t.throws(() => git(s.bare, 'rev-parse', '--verify', '-q', `refs/heads/${branchOf(s.bad)}`));
+  });
+
   test(name('commit mode on a branch a server hook protects: the host\'s own words, exit 3'), async (t) => {
     const s = await forgeScenario(t, host, { mode: 'commit' });
     const hook = path.join(s.bare, 'hooks', 'pre-receive');
