@@ -279,7 +279,10 @@ export class ReviewRequestRepo implements RepoBackend {
     await this.host.decorate(request, missingDecoration(request, want), warn);
     // [SUPERSEDE] also when this run found the request after losing the create's answer: a rerun converges
     await this.supersede(open, request, change);
-    if (created && spec.autoMerge) await this.host.autoMerge?.(request, warn);
+    if (created && spec.autoMerge) {
+      if (this.host.autoMerge) await this.host.autoMerge(request, warn);
+      else warn(`pullRequest.autoMerge: lastgood does not set auto-merge on ${this.host.name}; merge ${request.url} when its checks pass`);
+    }
     return this.result(pushed.commit, request, created, warnings);
   }
 
