@@ -280,9 +280,10 @@ async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunO
 }
 
 /** Notifications at the end of a run (never with --dry-run); failures are logged and change nothing. */
-async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun'>): Promise<void> {
+async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl'>): Promise<void> {
   if (opts.dryRun) return;
-  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now });
+  const commitUrl = commitLinks(opts);
+  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}) });
 }
 
 export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target'> {
