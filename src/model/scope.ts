@@ -76,7 +76,8 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   const fileIn = new Map<GraphFile, boolean>();
   const fileInScope = async (f: GraphFile): Promise<boolean> => {
     let v = fileIn.get(f);
-    if (v === undefined) fileIn.set(f, (v = inPaths(f.path, scope.paths) || (await declares(f))));
+    // a file reached through a link in the paths is the target's as much as the link is
+    if (v === undefined) fileIn.set(f, (v = inPaths(f.path, scope.paths) || Boolean(f.via?.some((l) => inPaths(l.path, scope.paths))) || (await declares(f))));
     return v;
   };
   const memo = new Map<KNode, Promise<boolean>>();
@@ -106,6 +107,7 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   };
   const addFile = (f: GraphFile) => {
     add(f.path, f.oid, f.role);
+    for (const link of f.via ?? []) add(link.path, link.oid, f.role);
     contentFiles.set(f.path, f);
   };
   const visited = new Set<KNode>();
@@ -123,7 +125,10 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
       if (!take) continue;
       keep.push(r.entry);
       if (r.kind === 'file') addFile(r.file);
-      else await collect(r.node, whole);
+      else {
+        for (const link of r.via ?? []) add(link.path, link.oid, 'resource');
+        await collect(r.node, whole);
+      }
     }
     const where = n.file?.path ?? `${n.dir || '.'}/kustomization.yaml (generated)`;
     if (n.file && whole) addFile(n.file);
