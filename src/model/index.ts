@@ -3,6 +3,7 @@ import type { KubeObject, Observed } from '../observe/types.ts';
 import { groupKind } from '../observe/types.ts';
 import type { FileChange, RepoReader } from '../repo/types.ts';
 import './flux.ts';
+import './argocd.ts';
 import { modelers, refiners, type EngineModeler, type EngineRefiner } from './registry.ts';
 import { inPaths, settersOf, type TargetScope } from './scope.ts';
 import { ObjectCache, TreeView } from './tree.ts';
