@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { manifestFacts } from '../history/manifests.ts';
+import type { KubeObject } from '../observe/types.ts';
 import { formatImageRef } from '../history/image-ref.ts';
 import { loadAllSafe, type GraphFile, type KNode } from './kustomize.ts';
 import { within, type TreeView } from './tree.ts';
@@ -24,6 +25,8 @@ export interface TargetScope {
   paths: string[];
   /** objects the target lists that a manifest in the repository may declare (not the engine objects themselves) */
   objects: Array<{ kind: string; name: string; namespace?: string }>;
+  /** the engine objects the target lists, as observed (a HelmRelease's values may be generated in any graph they read) */
+  engines?: KubeObject[];
 }
 
 /** Resource files outside the paths whose objects are read to recognise the target's (beyond this: by paths only). */
