@@ -6,7 +6,7 @@ import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { TargetModel } from '../src/model/types.ts';
 import { asText, everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
-import { application, deployment } from './support/objects.ts';
+import { application, crdProblems, deployment } from './support/objects.ts';
 
 /**
  * Issue 18: what Argo CD's repo-server builds for an Application (src/model/argocd.ts): the source
@@ -305,4 +305,57 @@ test('kustomize under Argo CD loads files from the kustomization\'s own folder o
   t.deepEqual(loose.missing, []);
   t.true(loose.inputs.has('apps/podinfo/shared/extra.yaml'));
   t.deepEqual(loose.render?.argocd?.buildOptions, ['--load-restrictor', 'LoadRestrictionsNone']);
+});
+
+test('a chart at the app path is read as Helm loads it: .helmignore, local (file://) dependencies, vendored ones, and one fetched at build time said so', async (t) => {
+  const h = new History();
+  const parent = `apiVersion: v2
+name: shop
+version: 1.2.0
+dependencies:
+  - name: common
+    version: 0.3.0
+    repository: file://../common
+  - name: redis
+    version: 18.1.0
+    repository: oci://registry-1.docker.io/bitnamicharts
+  - name: postgresql
+    version: 15.2.0
+    repository: https://charts.bitnami.com/bitnami
+`;
+  h.commit({
+    'charts/shop/Chart.yaml': parent,
+    'charts/shop/values.yaml': 'image:\n  repository: ghcr.io/acme/shop\n  tag: 1.2.0\n',
+    'charts/shop/templates/deployment.yaml': template('/readyz'),
+    'charts/shop/templates/.scratch.yaml': 'ignored by default\n',
+    'charts/shop/.helmignore': '*.md\nci/\n',
+    'charts/shop/README.md': '# shop\n',
+    'charts/shop/ci/test-values.yaml': 'x: 1\n',
+    'charts/shop/charts/redis-18.1.0.tgz': 'not really a tarball\n',
+    'charts/common/Chart.yaml': 'apiVersion: v2\nname: common\nversion: 0.3.0\ntype: library\n',
+    'charts/common/templates/_labels.tpl': '{{- define "common.labels" -}}{{- end -}}\n',
+  }, 'initial');
+  const c = h.rev('HEAD');
+  const app = application({ source: { repoURL: REPO, path: 'charts/shop', targetRevision: 'main' }, history: [c] });
+  const m = await modelTarget({ reader: new LocalRepo(h.dir), target: { name: 'shop', paths: ['charts/'], resources: [APP] }, observed: [{ object: app as unknown as KubeObject, source: 'test' }] }).at(c);
+  t.deepEqual([...m.inputs.keys()].sort(), [
+    'charts/common/Chart.yaml',
+    'charts/common/templates/_labels.tpl',
+    'charts/shop/.helmignore',
+    'charts/shop/Chart.yaml',
+    'charts/shop/charts/redis-18.1.0.tgz',
+    'charts/shop/templates/deployment.yaml',
+    'charts/shop/values.yaml',
+  ]);
+  t.deepEqual(m.opaque, ['dependency postgresql 15.2.0 of charts/shop/Chart.yaml is fetched from https://charts.bitnami.com/bitnami at build time (not vendored in charts/): its templates are not in this repository']);
+  t.deepEqual(m.setters.filter((s) => s.what !== 'values').map((s) => [s.what, s.where, s.chart?.version ?? s.image?.tag]), [['chart', 'charts/shop/Chart.yaml', '1.2.0'], ['image', 'charts/shop/values.yaml', '1.2.0']]);
+});
+
+test('the Applications these tests build are valid against Argo CD\'s CRD (as the API server checks them)', async (t) => {
+  const sha = 'a'.repeat(40);
+  for (const app of [
+    application({ source: { repoURL: REPO, path: 'apps/podinfo', targetRevision: 'main' }, history: [sha, sha], images: [`${IMAGE}:7.0.0`] }),
+    application({ source: { repoURL: REPO, path: 'charts/podinfo', targetRevision: 'main', helm: { releaseName: 'podinfo', valueFiles: ['../../envs/prod/podinfo.yaml'], parameters: [{ name: 'image.tag', value: '7.0.0', forceString: true }] } }, history: [sha] }),
+    application({ sources: [{ repoURL: 'https://stefanprodan.github.io/podinfo', chart: 'podinfo', targetRevision: '6.5.4', helm: { valueFiles: ['$values/envs/prod/podinfo/values.yaml'] } }, { repoURL: REPO, targetRevision: 'main', ref: 'values' }], history: [['6.5.4', sha]] }),
+  ]) t.deepEqual(await crdProblems(app), []);
 });

@@ -4,7 +4,7 @@ import { LocalRepo } from '../src/deliver/local.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import { everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
-import { helmRelease, kustomization } from './support/objects.ts';
+import { crdProblems, helmRelease, kustomization } from './support/objects.ts';
 
 /**
  * Issue 18: what Flux's helm-controller releases for a HelmRelease (src/model/helm.ts), refining
@@ -318,4 +318,59 @@ stringData:
     ['apps/prod/configs/kustomization.yaml', 'generator'],
     ['apps/prod/configs/podinfo-values.yaml', 'values'],
   ]);
+});
+
+test('a chart from an OCIRepository (chartRef): the commit that bumped its tag is bad and reverted, the HelmRelease\'s values edit before it is kept', async (t) => {
+  const h = new History();
+  const release = (replicas: number) => `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  interval: 10m
+  chartRef:
+    kind: OCIRepository
+    name: podinfo
+  values:
+    replicaCount: ${replicas}
+`;
+  const source = (tag: string) => `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: podinfo
+  namespace: prod
+spec:
+  interval: 10m
+  layerSelector:
+    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip
+    operation: copy
+  url: oci://ghcr.io/stefanprodan/charts/podinfo
+  ref:
+    tag: ${tag}
+`;
+  h.commit({ 'apps/prod/kustomization.yaml': kz(['podinfo']), 'apps/prod/podinfo/kustomization.yaml': kz(['source.yaml', 'release.yaml']), 'apps/prod/podinfo/source.yaml': source('6.6.0'), 'apps/prod/podinfo/release.yaml': release(2) }, 'initial');
+  h.commit({ 'apps/prod/podinfo/release.yaml': release(3) }, 'podinfo: three replicas');
+  const bump = h.commit({ 'apps/prod/podinfo/source.yaml': source('6.6.1') }, 'podinfo chart 6.6.1');
+  const k = flux({ path: './apps/prod', attempted: bump, applied: bump, ready: 'True' });
+  // helm-controller suffixes an OCI chart's version with the first 12 hex of its digest (mutateChartWithSourceRevision)
+  const hr = helmRelease({ spec: specOf(release(3)), attempted: '6.6.1+0cc9a8446c95', history: [{ chartVersion: '6.6.0+cdd538a0167e', lastDeployed: '2026-11-01T09:00:00Z' }] });
+  (hr.status as Record<string, unknown>).lastAttemptedRevisionDigest = 'sha256:0cc9a8446c95009ef382f5eade883a67c257f77d50f84e78ecef2aac9428d1e5';
+  const o = await everyBackend(t, h, ['apps/prod/podinfo/'], evidenceOf([k, hr], [K, HR]), setup(hr, k));
+  t.falsy(o.refused, o.refused);
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bump]);
+  t.is(o.located!.how, 'chart');
+  t.is(o.after!.get('apps/prod/podinfo/source.yaml')!.toString(), source('6.6.0'));
+  t.is(o.after!.get('apps/prod/podinfo/release.yaml')!.toString(), release(3));
+  t.deepEqual(o.verification!.models.head.setters.filter((s) => s.what === 'chart').map((s) => [s.where, s.chart!.name, s.chart!.version]), [['apps/prod/podinfo/source.yaml', 'podinfo', '6.6.1']]);
+});
+
+test('the HelmReleases and Kustomizations these tests build are valid against Flux\'s CRDs (as the API server checks them)', async (t) => {
+  const sha = 'a'.repeat(40);
+  for (const o of [
+    helmRelease({ spec: specOf(gitRelease('ChartVersion')), attempted: '6.5.5', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] }),
+    helmRelease({ spec: specOf(gitRelease('Revision')), attempted: `6.5.4+${sha.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${sha.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] }),
+    helmRelease({ spec: specOf(repoRelease(2)), attempted: '6.5.4', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] }),
+    flux({ path: './apps/prod', attempted: sha, applied: sha }),
+  ]) t.deepEqual(await crdProblems(o), [], `${o.kind}`);
 });

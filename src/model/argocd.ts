@@ -150,7 +150,11 @@ registerEngine({
       acc.producing++;
       const ctx: SourceCtx = { view, app, scope, acc, field, refs, buildOptions, name: `${describeRef(app)} ${field}` };
       if (str(source.chart)) await chartFromRepository(ctx, source);
-      else if (typeof source.path === 'string') await gitSource(ctx, source);
+      else if (/^oci:\/\//.test(String(source.repoURL ?? ''))) {
+        // an OCI artifact source (Argo CD 3.1+, IsOCI): its files are not in this repository
+        acc.opaque.push(`${ctx.name} reads the OCI artifact ${String(source.repoURL)} ${String(source.targetRevision ?? '')}: not this repository`.trim());
+        acc.builds = true;
+      } else if (typeof source.path === 'string') await gitSource(ctx, source);
       else acc.opaque.push(`${ctx.name} has neither a path nor a chart: the model cannot tell what it builds`);
     }
     return {

@@ -77,7 +77,7 @@ export async function readChart(view: TreeView, dir: string, rules: ChartRules, 
           out.missing.push(`${full} in the chart ${root || '.'} is a symlink to ${r.target}, outside the repository (${rules.engine} refuses it)`);
           continue;
         }
-        const links = [...via, ...(r.kind === 'file' || r.kind === 'dir' ? (r.via ?? []) : [{ path: full, oid: e.oid }])];
+        const links = [...via, ...(r.kind === 'file' || r.kind === 'dir' ? (r.via ?? []) : [])];
         if (r.kind === 'dir') {
           if (!helmignore.ignores(`${relPath}/`)) await walk(r.path, relPath, links, seen);
         } else if (r.kind === 'file' && !helmignore.ignores(relPath)) {
@@ -125,7 +125,7 @@ export async function readChart(view: TreeView, dir: string, rules: ChartRules, 
         continue;
       }
       const sub = await readChart(view, local, rules, depth + 1);
-      out.files.push(...sub.files.map((f) => ({ ...f, role: f.role })));
+      out.files.push(...sub.files);
       out.missing.push(...sub.missing);
       out.opaque.push(...sub.opaque);
       out.dirs.push(...sub.dirs);

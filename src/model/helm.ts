@@ -109,8 +109,11 @@ registerRefiner({
     if (!manifest) r.opaque.push(`${name}: its manifest is not among the files the engine reads for the target; its spec is taken as the cluster reports it`);
 
     const layers: ValuesLayer[] = [];
-    await chart(view, hr, spec, release, own, r, layers, scope, observed);
-    await values(view, hr, spec, release, r, layers, base, scope, observed);
+    // the files that may make a ConfigMap, a Secret or a chart source: read once, when needed
+    let files: Promise<Map<string, string>> | undefined;
+    const candidates = () => (files ??= candidateFiles(view, base, scope, observed));
+    await chart(view, hr, spec, release, own, r, layers, scope, observed, candidates);
+    await values(view, hr, spec, release, r, layers, candidates);
     if (isRec(spec.values)) layers.push({ ...own, values: spec.values });
     if (!manifest) r.setters.push({ what: 'values', ...own, values: { release, digest: digestOf({ values: spec.values ?? null, valuesFrom: spec.valuesFrom ?? null }) } });
     r.setters.push(...imageSetters(layers), ...postRendererSetters(spec, own));
@@ -130,13 +133,21 @@ registerRefiner({
 const releaseMatches = (s: string, release: string, name: string) => s === release || s === name || s.endsWith(`/${name}`);
 
 /** The chart: its pin, or the chart folder kept in git with its reconcile strategy. */
-async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string, own: { where: string; inRepo: boolean }, r: Refined, layers: ValuesLayer[], scope: TargetScope, observed: KubeObject[]): Promise<void> {
+async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string, own: { where: string; inRepo: boolean }, r: Refined, layers: ValuesLayer[], scope: TargetScope, observed: KubeObject[], candidates: () => Promise<Map<string, string>>): Promise<void> {
   const name = describeRef(hr);
   const chartSpec: Rec = isRec(spec.chart) && isRec(spec.chart.spec) ? spec.chart.spec : {};
   const sourceRef: Rec = isRec(chartSpec.sourceRef) ? chartSpec.sourceRef : {};
   if (isRec(spec.chartRef)) {
-    // OCIRepository / HelmChart / ExternalArtifact: the version lives in that object
-    r.opaque.push(`${name} takes its chart from ${String(spec.chartRef.kind ?? '?')} ${String(spec.chartRef.name ?? '?')}: which version that resolves to is not modelled here`);
+    // OCIRepository / HelmChart: the version lives in that object; where its manifest is read for the target, that file pins the chart
+    const refKind = str(spec.chartRef.kind) ?? '?';
+    const refName = str(spec.chartRef.name) ?? '?';
+    const refNs = str(spec.chartRef.namespace) ?? hr.metadata.namespace;
+    const pin = refKind === 'OCIRepository' || refKind === 'HelmChart' ? await sourceManifest(view, await candidates(), refKind, refName, refNs) : undefined;
+    if (pin) {
+      r.setters = r.setters.filter((s) => !(s.what === 'chart' && s.chart && releaseMatches(s.chart.release, release, hr.metadata.name) && !s.chart.version));
+      r.setters.push({ what: 'chart', where: pin.path, inRepo: true, chart: { release, ...(pin.name ? { name: pin.name } : {}), ...(pin.version ? { version: pin.version } : {}) } });
+      add(r, { path: pin.path, digest: pin.oid, role: 'chart' });
+    } else r.opaque.push(`${name} takes its chart from ${refKind} ${refNs ? `${refNs}/` : ''}${refName}, whose manifest is not among the files the engine objects of the target read: the chart version it resolves to is not modelled`);
     return;
   }
   const kind = str(sourceRef.kind);
@@ -224,18 +235,18 @@ interface Maker {
  * Each valuesFrom ConfigMap/Secret linked to what makes it in the repository, among the graphs
  * the target's engine objects read; its files become the target's values inputs.
  */
-async function values(view: TreeView, hr: KubeObject, spec: Rec, release: string, r: Refined, layers: ValuesLayer[], base: TargetModel, scope: TargetScope, observed: KubeObject[]): Promise<void> {
+async function values(view: TreeView, hr: KubeObject, spec: Rec, release: string, r: Refined, layers: ValuesLayer[], candidates: () => Promise<Map<string, string>>): Promise<void> {
   const refs = Array.isArray(spec.valuesFrom) ? spec.valuesFrom.filter(isRec) : [];
   if (refs.length === 0) return;
   const name = describeRef(hr);
   const namespace = hr.metadata.namespace;
-  const candidates = await candidateFiles(view, base, scope, observed);
+  const files = await candidates();
   for (const ref of refs) {
     const kind = str(ref.kind);
     const objectName = str(ref.name);
     if ((kind !== 'ConfigMap' && kind !== 'Secret') || !objectName) continue;
     const key = str(ref.valuesKey) ?? 'values.yaml';
-    const maker = await findMaker(view, candidates, kind, objectName, namespace, key);
+    const maker = await findMaker(view, files, kind, objectName, namespace, key);
     const what = `${kind} ${namespace ? `${namespace}/` : ''}${objectName}`;
     if (!maker) {
       r.opaque.push(`values of ${name} come from ${what}${ref.optional === true ? ' (optional)' : ''}, generated outside what the target's engine reads`);
@@ -271,6 +282,25 @@ async function candidateFiles(view: TreeView, base: TargetModel, scope: TargetSc
     if (res.kind === 'file') files.set(res.path, res.oid);
   }
   return files;
+}
+
+/** The manifest of a chart source object (OCIRepository, HelmChart) among the files: where its version is pinned. */
+async function sourceManifest(view: TreeView, files: Map<string, string>, kind: string, name: string, namespace: string | undefined): Promise<{ path: string; oid: string; name?: string; version?: string } | undefined> {
+  for (const [file, oid] of files) {
+    if (!/\.(ya?ml|json)$/i.test(file) || KUSTOMIZATION_FILES.includes(path.basename(file))) continue;
+    for (const doc of await view.parse('yaml-all', oid, loadAllSafe)) {
+      if (!isRec(doc) || doc.kind !== kind || typeof doc.apiVersion !== 'string' || !doc.apiVersion.startsWith('source.toolkit.fluxcd.io/')) continue;
+      const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
+      if (meta.name !== name || (typeof meta.namespace === 'string' && namespace && meta.namespace !== namespace)) continue;
+      const spec: Rec = isRec(doc.spec) ? doc.spec : {};
+      const ref: Rec = isRec(spec.ref) ? spec.ref : {};
+      // OCIRepository spec.ref (tag, semver, digest) and spec.url; HelmChart spec.chart and spec.version
+      const version = kind === 'OCIRepository' ? (str(ref.tag) ?? str(ref.semver) ?? str(ref.digest)) : str(spec.version);
+      const chartName = kind === 'OCIRepository' ? str(spec.url)?.replace(/^.*\//, '') : str(spec.chart);
+      return { path: file, oid, ...(chartName ? { name: chartName } : {}), ...(version ? { version } : {}) };
+    }
+  }
+  return undefined;
 }
 
 async function findMaker(view: TreeView, files: Map<string, string>, kind: 'ConfigMap' | 'Secret', name: string, namespace: string | undefined, key: string): Promise<Maker | undefined> {

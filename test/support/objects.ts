@@ -99,7 +99,8 @@ export function application(o: { name?: string; namespace?: string; source?: Rec
       operationState: {
         phase: 'Succeeded', message: 'successfully synced (all tasks run)', startedAt: at(n - 1, -2), finishedAt: at(n - 1),
         operation: { initiatedBy: { automated: true }, sync: rev(last) },
-        syncResult: rev(last),
+        // SyncOperationResult.revision is required: a multi-source result leaves it empty beside revisions
+        syncResult: Array.isArray(last) ? { revision: '', revisions: last } : rev(last),
       },
       ...(health === 'Degraded' ? { resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace: o.destination ?? 'prod', name: 'podinfo', status: 'Synced', health: { status: 'Degraded', message: 'Deployment "podinfo" exceeded its progress deadline' } }] } : {}),
       ...(o.images ? { summary: { images: o.images } } : {}),
@@ -137,4 +138,19 @@ export function helmRelease(o: { name?: string; namespace?: string; spec: Record
       ],
     },
   };
+}
+
+/**
+ * The field errors and unknown fields of a custom object against its upstream CRD in fixtures/crds
+ * (the API server's structural schema check, test/support/kube-schema.ts): the objects tests build
+ * must be ones the cluster would accept.
+ */
+export async function crdProblems(object: { apiVersion: string; kind: string }): Promise<string[]> {
+  const { loadCrds, checkObject, apiVersionOf, describe } = await import('./kube-schema.ts');
+  const { readdirSync } = await import('node:fs');
+  const dir = new URL('../../fixtures/crds/', import.meta.url).pathname;
+  const type = loadCrds(readdirSync(dir).map((f) => `${dir}${f}`)).find((t) => t.kind === object.kind && apiVersionOf(t) === object.apiVersion);
+  if (!type?.schema) return [`no CRD for ${object.apiVersion} ${object.kind}`];
+  const result = checkObject(type.schema, object as unknown as Record<string, unknown>);
+  return [...result.errors.map(describe), ...result.unknown.map((u) => `unknown field ${u}`)];
 }
