@@ -62,18 +62,37 @@ const parseYaml = (bytes: Uint8Array): unknown => {
   }
 };
 
-/** The HelmRelease's manifest among the files the engine reads for the target: where its spec lives in the repository. */
-async function findManifest(view: TreeView, base: TargetModel, hr: KubeObject): Promise<{ path: string; spec: Rec; namespace?: string } | undefined> {
-  for (const input of base.inputs.values()) {
-    if (input.role === 'kustomization' || !/\.(ya?ml|json)$/i.test(input.path)) continue;
-    const r = await view.resolve(input.path, 'follow');
+/** The HelmRelease's manifest among the files the engine reads for the target, else in the target's paths: where its spec lives in the repository. */
+async function findManifest(view: TreeView, base: TargetModel, hr: KubeObject, paths: string[]): Promise<{ path: string; spec: Rec; namespace?: string } | undefined> {
+  const inPathsFiles = async function* (): AsyncGenerator<string> {
+    const walk = async function* (dir: string): AsyncGenerator<string> {
+      for (const [name, e] of await view.list(dir)) {
+        const p = dir ? `${dir}/${name}` : name;
+        if (e.type === 'tree') yield* walk(p);
+        else if (e.type === 'blob' && e.mode !== '120000') yield p;
+      }
+    };
+    for (const p of paths) {
+      const dir = p.replace(/\/+$/, '');
+      const e = await view.entry(dir);
+      if (e?.type === 'tree') yield* walk(dir);
+      else if (e?.type === 'blob') yield dir;
+    }
+  };
+  const candidates = async function* (): AsyncGenerator<string> {
+    for (const input of base.inputs.values()) if (input.role !== 'kustomization') yield input.path;
+    for await (const p of inPathsFiles()) if (!base.inputs.has(p)) yield p;
+  };
+  for await (const file of candidates()) {
+    if (!/\.(ya?ml|json)$/i.test(file)) continue;
+    const r = await view.resolve(file, 'follow');
     if (r.kind !== 'file') continue;
     for (const doc of await view.parse('yaml-all', r.oid, loadAllSafe)) {
       if (!isRec(doc) || doc.kind !== 'HelmRelease' || typeof doc.apiVersion !== 'string' || !doc.apiVersion.startsWith('helm.toolkit.fluxcd.io/')) continue;
       const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
       if (meta.name !== hr.metadata.name) continue;
       if (typeof meta.namespace === 'string' && hr.metadata.namespace && meta.namespace !== hr.metadata.namespace) continue;
-      return { path: input.path, spec: isRec(doc.spec) ? doc.spec : {}, ...(typeof meta.namespace === 'string' ? { namespace: meta.namespace } : {}) };
+      return { path: file, spec: isRec(doc.spec) ? doc.spec : {}, ...(typeof meta.namespace === 'string' ? { namespace: meta.namespace } : {}) };
     }
   }
   return undefined;
@@ -99,7 +118,7 @@ registerRefiner({
   unusable: (hr) => (isRec(hr.spec) && (isRec(hr.spec.chart) || isRec(hr.spec.chartRef)) ? undefined : `${describeRef(hr)} has no spec here (an event carries only its status)`),
   async refine(view, hr, base, scope, observed) {
     const r: Refined = { inputs: new Map(base.inputs), setters: [...base.setters], opaque: [...base.opaque], missing: [...base.missing], regions: new Set(base.regions) };
-    const manifest = await findManifest(view, base, hr);
+    const manifest = await findManifest(view, base, hr, scope.paths);
     const spec: Rec = manifest?.spec ?? (isRec(hr.spec) ? hr.spec : {});
     const namespace = manifest?.namespace ?? hr.metadata.namespace;
     const release = `${namespace ? `${namespace}/` : ''}${hr.metadata.name}`;
