@@ -28,7 +28,7 @@ import { imageSetters, isRec, setParameter, type ValuesLayer } from './values.ts
  *   skipped (getPotentiallyValidManifestFile L2142-2216);
  * - Kustomize: `kustomize build` with its default LoadRestrictionsRootOnly unless argocd-cm's
  *   `kustomize.buildOptions` says otherwise (util/kustomize/kustomize.go L384-390), after
- *   `kustomize edit` applies the source's images, patches, components (L166-378);
+ *   `kustomize edit` applies the source's name prefix, images (L183-200), patches (L282-335), components (L337-378);
  * - Helm: `helm template` of the chart at the path, or of a chart from a Helm repository, with
  *   `valueFiles` (relative to the app path, `/…` from the repository root, `$ref/…` from the source
  *   with that `ref`, globs expanded: getResolvedValueFiles L1461-1573), then `values`/`valuesObject`
@@ -377,7 +377,7 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
     helm: ctx.buildOptions.includes('--enable-helm'),
   };
   const graph = await walkGraph(view, dir, rules);
-  // kustomize.components: `kustomize edit add component`, relative to the app path (L338-378)
+  // kustomize.components: `kustomize edit add component`, relative to the app path (L337-378)
   for (const c of strings(options.components)) {
     const target = joinInside(dir, c);
     if (target === undefined) {
@@ -395,7 +395,7 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
   for (const i of scoped.inputs) addInput(acc, i);
   const patchFiles: GraphFile[] = [];
   const inline: Array<{ where: string; text: string }> = [...scoped.inline];
-  // kustomize.patches are appended to the kustomization's patches (L303-334): a file patch is loaded like any other
+  // kustomize.patches are appended to the kustomization's patches (L282-335): a file patch is loaded like any other
   for (const p of Array.isArray(options.patches) ? options.patches.filter(isRec) : []) {
     if (typeof p.path === 'string') {
       const target = joinInside(dir, p.path);

@@ -35,7 +35,7 @@ import { imageSetters, isRec, setParameter, type ValuesLayer } from './values.ts
  *   `configMapGenerator`/`secretGenerator` or a plain manifest among the graphs the target's engine
  *   objects read — whose files become values inputs; one made elsewhere cannot be verified;
  * - `postRenderers[].kustomize.images` and `.patches` set images over the rendered chart
- *   (api/v2 helmrelease_types.go PostRenderer).
+ *   (api/v2 helmrelease_types.go PostRenderer L241, Kustomize L216).
  */
 
 type Rec = Record<string, unknown>;
