@@ -173,6 +173,22 @@ spec:
   t.deepEqual(images(o.verification!.models.after), ['charts/podinfo/.argocd-source-podinfo-prod.yaml 6.5.5']);
 });
 
+test('an image set by the Application\'s own spec (kustomize.images, the image updater\'s default write-back): refused, no revert of the repository changes it', async (t) => {
+  const h = new History();
+  const kustomization = `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - deploy.yaml
+`;
+  h.commit({ 'apps/podinfo/prod/kustomization.yaml': kustomization, 'apps/podinfo/prod/deploy.yaml': deploy('6.9.3') }, 'initial');
+  const applied = h.commit({ 'README.md': 'gitops\n' }, 'docs');
+  const replicas = h.commit({ 'apps/podinfo/prod/deploy.yaml': deploy('6.9.3', '  replicas: 3\n') }, 'podinfo: three replicas');
+  const source = { repoURL: REPO, path: 'apps/podinfo/prod', targetRevision: 'main', kustomize: { images: [`${IMAGE}:7.0.0`] } };
+  const app = application({ source, history: [applied, replicas], images: [`${IMAGE}:7.0.0`] });
+  const o = await everyBackend(t, h, ['apps/podinfo/prod/'], evidenceOf([app, deployment({ image: `${IMAGE}:7.0.0`, state: 'deadline' })], [APP, D]), setup(app));
+  t.is(o.refused, `verify: ${IMAGE}:7.0.0 is set by Application argocd/podinfo-prod spec.source.kustomize.images, a field of a cluster object that no revert of the repository changes (bad: ${replicas.slice(0, 12)})`);
+});
+
 const chartYaml = (version: string) => `apiVersion: v2
 name: podinfo
 description: Podinfo Helm chart for Kubernetes
