@@ -24,7 +24,7 @@ import { resolveTarget, type Config, type ResolvedTarget } from './config/schema
 import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
-import { check, commitLinks, exitCodeFor, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
 import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
@@ -51,6 +51,10 @@ interface Inputs {
   waitMs?: number;
   intervalMs: number;
   eventFile?: string;
+  /** a person's revert (workflow_dispatch): the bad commit, what to go back to, why */
+  bad?: string;
+  to?: string;
+  reason?: string;
 }
 
 const DEFAULT_INTERVAL_MS = 5000;
@@ -91,6 +95,14 @@ async function readInputs(): Promise<Inputs> {
     core.setSecret(token);
     registerSecret(token);
   }
+  const bad = optional('bad');
+  const to = optional('to');
+  const reason = optional('reason');
+  const sha = /^[0-9a-f]{4,40}$/i;
+  if (bad !== undefined && !sha.test(bad)) throw new InputError(`input bad: "${bad}" is not a commit SHA`);
+  if (to !== undefined && !sha.test(to)) throw new InputError(`input to: "${to}" is not a commit SHA`);
+  if (bad === undefined && (to !== undefined || reason !== undefined)) throw new InputError(`input ${to !== undefined ? 'to' : 'reason'} is for a revert by hand: give the bad commit (input bad) too`);
+  if (bad !== undefined && !optional('target')) throw new InputError('input bad: a revert by hand names its target (input target)');
   const kubeconfig = optional('kubeconfig');
   const eventInput = optional('event');
   // The workflow's own payload is a lastgood event only when the workflow ran on a repository_dispatch.
@@ -108,6 +120,9 @@ async function readInputs(): Promise<Inputs> {
     ...(waitMs !== undefined ? { waitMs } : {}),
     intervalMs,
     ...(eventFile ? { eventFile } : {}),
+    ...(bad ? { bad } : {}),
+    ...(to ? { to } : {}),
+    ...(reason ? { reason } : {}),
   };
 }
 
@@ -302,11 +317,52 @@ function annotate(report: Report, dryRun: boolean): void {
   }
 }
 
+function repoFor(inputs: Inputs, config: Config): Promise<RepoBackend> {
+  return openRepo({
+    location: config.repo.url,
+    relativeTo: path.dirname(inputs.configFile),
+    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
+    ...(inputs.token ? { token: inputs.token } : {}),
+    configFile: inputs.configFile,
+    repo: config.repo,
+    onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
+  });
+}
+
+/**
+ * A person's revert (`bad`, with `target`, `to`, `reason`; typically a workflow_dispatch): the
+ * engine's revert, as `lastgood revert --bad` — the automatic guards (confirmations, cooldown,
+ * maxAge) do not hold it back, the blast-radius guard does. Snapshot or cluster objects, when
+ * given, are its evidence.
+ */
+async function revertByHand(inputs: Inputs, config: Config, log: Logger): Promise<void> {
+  const [target] = selectTargets(config, inputs.target);
+  const source = objectSource(inputs);
+  const observed = source.kind === 'none' ? [] : await source.read(target!.resources.filter((r) => r.apiVersion !== ALERT_API_VERSION));
+  const repo = await repoFor(inputs, config);
+  const commitUrl = commitLinks({ repo });
+  const report = await personRevert({
+    config, observed, now: new Date(), repo, target: target!.name, bad: inputs.bad, to: inputs.to, reason: inputs.reason,
+    mode: inputs.mode, dryRun: inputs.dryRun, log, ...(commitUrl ? { commitUrl } : {}),
+  });
+  setOutputs(report);
+  annotate(report, inputs.dryRun);
+  await writeSummary(renderSummary(report, { dryRun: inputs.dryRun, ...(commitUrl ? { commitUrl } : {}) }));
+  process.exitCode = personRevertExitCode(report);
+  const [outcome] = report.targets;
+  if (process.exitCode !== 0) core.setFailed(redact(`${outcome!.name} was not reverted: ${outcome!.reason}`));
+}
+
 async function main(): Promise<void> {
   const inputs = await readInputs();
   const log = makeLogger();
   const config = withStrategy(await loadConfig(inputs.configFile), inputs.strategy);
   selectTargets(config, inputs.target); // an unknown target name fails here, before anything is read
+
+  if (inputs.bad) {
+    await revertByHand(inputs, config, log);
+    return;
+  }
 
   let event: ParsedEvent | undefined;
   let match: EventMatch | undefined;
@@ -329,15 +385,7 @@ async function main(): Promise<void> {
   if (!event && source.kind === 'none') {
     throw new InputError('nothing to observe: run on a repository_dispatch event or give the event input, or give cluster access (kubeconfig, in-cluster) or snapshot files');
   }
-  const repo = await openRepo({
-    location: config.repo.url,
-    relativeTo: path.dirname(inputs.configFile),
-    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
-    ...(inputs.token ? { token: inputs.token } : {}),
-    configFile: inputs.configFile,
-    repo: config.repo,
-    onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
-  });
+  const repo = await repoFor(inputs, config);
   const commitUrl = commitLinks({ repo });
   const ctx: RunContext = {
     config: runConfig,

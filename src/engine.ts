@@ -21,7 +21,8 @@ import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
 import { modelTarget, type TargetModeler } from './model/index.ts';
-import { verifyPlan } from './verify/model-check.ts';
+import { describeVerification, verifyPlan } from './verify/model-check.ts';
+import { renderCheck, rendererFor } from './verify/render-check.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -50,6 +51,8 @@ export interface TargetOutcome {
   error?: { code: ExitCode; message: string };
   /** dry run, or a plan the blast-radius guard refused: the change that would be written */
   diff?: string;
+  /** how the plan was checked against what the engine builds (src/verify): one line, and the rendered diff where a renderer ran */
+  checked?: { summary: string; rendered?: { summary: string; text: string; markdown: string } };
   diffStat?: string;
   message?: string;
 }
@@ -266,6 +269,38 @@ export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target
   reason?: string;
 }
 
+export interface PersonRevertOptions extends Omit<RevertOptions, 'target' | 'verdict' | 'hook'> {
+  /** the target's name */
+  target: string;
+}
+
+/**
+ * A person's explicit revert, whichever door it comes through (`lastgood revert`, the Action's
+ * `bad` input on a workflow_dispatch). A person decided, so the automatic guards — confirmations,
+ * policy waits, maxAge, cooldown, settle, freeze and hold — do not hold it back: decide is not
+ * asked. The blast-radius guard still does (revertInto), and so does "no revert of a revert".
+ * The bad commit is named (`bad`), or located from the observed objects as `run` would.
+ */
+export async function personRevert(opts: PersonRevertOptions): Promise<Report> {
+  const [target] = selectTargets(opts.config, opts.target);
+  if (!opts.bad && opts.observed.length === 0) throw new InputError('a revert by hand needs the bad commit, or the cluster state to locate it from');
+  const verdict = verdictFor(target!, evidenceFor(target!, opts.observed, opts.now), opts.now);
+  return revertTarget({ ...opts, target: target!, verdict });
+}
+
+/**
+ * The exit code of a revert a person asked for: 1 when it was not made (the blast-radius guard
+ * refused it, it was impossible), else the worst target error, else 0.
+ */
+export function personRevertExitCode(report: Report): ExitCode {
+  let code: ExitCode = 0;
+  for (const t of report.targets) {
+    const mine: ExitCode = t.error ? t.error.code : t.action === 'alert' ? 1 : 0;
+    if (mine > code) code = mine;
+  }
+  return code;
+}
+
 /** `lastgood revert`: a person decided; locate (or take --bad/--to), plan and deliver. */
 export async function revertTarget(opts: RevertOptions): Promise<Report> {
   const outcome = baseOutcome(opts.verdict, { action: 'revert', reason: opts.reason ? `requested: ${opts.reason}` : 'requested by a person' });
@@ -339,15 +374,40 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
       // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
       const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
       if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
+      if (!verification.refused) {
+        outcome.checked = { summary: describeVerification(verification) };
+        // the commit says what it was checked against
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
       if (verification.refused) {
         outcome.action = 'alert';
         outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
         outcome.diff = unifiedDiff(diffs);
         return;
       }
+      // where a kustomize exists: render head, after and last-known-good as the engine builds them
+      const rendered = await renderCheck({
+        reader: repo, renderer: await rendererFor(opts.config.render?.kustomize), models: verification.models, files: change.files,
+        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}),
+      });
+      if ('refused' in rendered) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
+        return;
+      }
+      if ('skipped' in rendered) outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+      else {
+        outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
+        if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {
-        const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
+        const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
         change.pullRequest = { ...pr, ...opts.config.pullRequest };
       }
       if (opts.dryRun) {
@@ -381,7 +441,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
   }
 }
 
-function messageInput(opts: RevertOptions, located: Located, planned?: Planned) {
+function messageInput(opts: RevertOptions, located: Located, planned?: Planned, checked?: TargetOutcome['checked']) {
   return {
     target: opts.target.name,
     paths: opts.target.paths,
@@ -393,6 +453,7 @@ function messageInput(opts: RevertOptions, located: Located, planned?: Planned) 
     rejected: planned?.rejected ?? [],
     reason: opts.reason,
     now: opts.now,
+    ...(checked ? { checked } : {}),
   };
 }
 

@@ -1,10 +1,11 @@
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { LocalRepo } from '../src/deliver/local.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { TargetModel } from '../src/model/types.ts';
+import { detectRenderer, render, type Renderer } from '../src/verify/render.ts';
 import { asText, everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
 import { application, crdProblems, deployment } from './support/objects.ts';
 
@@ -365,6 +366,47 @@ dependencies:
   ]);
   t.deepEqual(m.opaque, ['dependency postgresql 15.2.0 of charts/shop/Chart.yaml is fetched from https://charts.bitnami.com/bitnami at build time (not vendored in charts/): its templates are not in this repository']);
   t.deepEqual(m.setters.filter((s) => s.what !== 'values').map((s) => [s.what, s.where, s.chart?.version ?? s.image?.tag]), [['chart', 'charts/shop/Chart.yaml', '1.2.0'], ['image', 'charts/shop/values.yaml', '1.2.0']]);
+});
+
+const detected = detectRenderer();
+
+/** The machine's kustomize, or the test says it did not run (and fails where .ci/run requires the render tests). */
+async function renderer(t: ExecutionContext): Promise<Renderer | undefined> {
+  const r = await detected;
+  if ('unavailable' in r) {
+    const line = `render test NOT RUN: ${r.unavailable} (install kustomize or kubectl to run it)`;
+    if (process.env.LASTGOOD_REQUIRE_KUSTOMIZE === '1') t.fail(`${line}; LASTGOOD_REQUIRE_KUSTOMIZE=1`);
+    else t.log(line);
+    return undefined;
+  }
+  return r;
+}
+
+test('a kustomize source whose files are symlinks renders as Argo CD builds it: the render reads each file where the kustomization names it', async (t) => {
+  const h = new History();
+  h.commit({
+    'apps/podinfo/prod/kustomization.yaml': 'resources:\n  - deploy.yaml\n  - config.yaml\n',
+    'apps/podinfo/prod/deploy.yaml': deploy('6.9.3'),
+    'apps/podinfo/shared/config-debug.yaml': configMap('debug'),
+  }, 'initial');
+  link(h, 'apps/podinfo/prod/config.yaml', '../shared/config-debug.yaml');
+  const c = h.commit({}, 'prod reads the shared config');
+  const reader = new LocalRepo(h.dir);
+  const app = application({ source: { repoURL: REPO, path: 'apps/podinfo/prod', targetRevision: 'main' }, history: [c] });
+  const m = await modelTarget({ reader, target: { name: 'podinfo', paths: ['apps/podinfo/'], resources: [APP] }, observed: [{ object: app as unknown as KubeObject, source: 'test' }] }).at(c);
+  // root-only loading: the link lies in the kustomization's folder, the file it points at does not (kustomize refuses that)
+  t.deepEqual([...m.inputs.keys()].sort(), ['apps/podinfo/prod/deploy.yaml', 'apps/podinfo/prod/kustomization.yaml']);
+  t.deepEqual(m.missing, ['resource config.yaml in apps/podinfo/prod is a symlink to apps/podinfo/shared/config-debug.yaml, outside that kustomization\'s folder (kustomize\'s LoadRestrictionsRootOnly refuses it)']);
+  const loose = await modelTarget({ reader, target: { name: 'podinfo', paths: ['apps/podinfo/'], resources: [APP] }, observed: [app, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: 'argocd' }, data: { 'kustomize.buildOptions': '--load-restrictor LoadRestrictionsNone' } }].map((o) => ({ object: o as unknown as KubeObject, source: 'test' })) }).at(c);
+  t.deepEqual(loose.missing, []);
+  t.deepEqual([...loose.inputs.keys()].sort(), ['apps/podinfo/prod/config.yaml', 'apps/podinfo/prod/deploy.yaml', 'apps/podinfo/prod/kustomization.yaml', 'apps/podinfo/shared/config-debug.yaml']);
+  const r = await renderer(t);
+  if (!r) return;
+  const files = new Map<string, Uint8Array>();
+  for (const [p, oid] of loose.render!.files) files.set(p, await reader.readBlob(oid));
+  const out = await render(r, { files, root: loose.render!.root, engine: 'argocd', ...(loose.render!.argocd ? { argocd: loose.render!.argocd } : {}) });
+  if (!('objects' in out)) return t.fail(out.failed);
+  t.deepEqual(out.objects.map((o) => o.key).sort(), ['ConfigMap prod/podinfo-config', 'apps/Deployment prod/podinfo']);
 });
 
 test('the Applications these tests build are valid against Argo CD\'s CRD (as the API server checks them)', async (t) => {

@@ -215,6 +215,7 @@ export const Controller = z
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
     concurrency: z.number().int().min(1).max(16).default(2).describe('how many targets may do repository work (revert, record) at once'),
+    image: z.string().min(1).optional().describe('the controller image `lastgood install` writes into the Deployment (its --image and --registry flags take precedence)'),
   })
   .strict();
 
@@ -290,6 +291,13 @@ export const ConfigSchema = z
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
     notify: Notify.optional(),
     controller: Controller.optional().describe('settings of `lastgood controller` (all optional)'),
+    render: z
+      .object({
+        kustomize: z.string().min(1).default('auto').describe('auto: kustomize, else kubectl kustomize, found on the PATH; off: never render; or the path of a kustomize (or kubectl) binary'),
+      })
+      .strict()
+      .optional()
+      .describe('the render check: build each planned revert as the engine would, with kustomize, before writing it'),
     targets: z.array(Target).min(1, 'at least one target is needed'),
   })
   .strict()

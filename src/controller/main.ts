@@ -8,7 +8,7 @@
  * records anything of it, and say so on stderr ("test hook: hanging after delivery"), so that a
  * test can SIGKILL it at exactly that moment and restart it.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../observe/kube.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
 import { RemoteError } from '../errors.ts';
@@ -20,16 +20,14 @@ export interface RunControllerOptions {
   repo: RepoBackend;
   log: Logger;
   commitUrl?: (sha: string) => string;
+  /** --kubeconfig, --context */
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
 }
 
 /** Runs until a stop signal; resolves with the exit code. */
 export async function runController(opts: RunControllerOptions): Promise<0> {
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromDefault();
-  } catch (error) {
-    throw new RemoteError('kubernetes', `cannot load a kubeconfig (in-cluster service account or KUBECONFIG): ${(error as Error).message}`, { cause: error });
-  }
+  const kc = loadKubeConfig(opts);
   if (!kc.getCurrentCluster()) throw new RemoteError('kubernetes', 'no cluster: run in a pod with a service account, or set KUBECONFIG');
   const hang = process.env.LASTGOOD_TEST_HANG_AFTER_DELIVER === '1';
   const controller = createController({

@@ -401,7 +401,7 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
       const target = joinInside(dir, p.path);
       const r = target === undefined ? undefined : await view.resolve(target, 'follow');
       if (r?.kind === 'file') {
-        const f: GraphFile = { path: r.path, oid: r.oid, role: 'patch', ...(r.via ? { via: r.via } : {}) };
+        const f: GraphFile = { path: r.path, oid: r.oid, role: 'patch', ...(r.via ? { via: r.via, named: target! } : {}) };
         addGraphFile(acc, f);
         patchFiles.push(f);
         graph.files.set(f.path, f);
@@ -409,14 +409,22 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
     }
   }
   acc.setters.push(...(await settersOf(view, [...scoped.contentFiles, ...patchFiles], inline)), ...kustomizeOptionSetters(options, origin));
-  acc.opaque.push(...graph.opaque, ...scoped.notes);
+  // what the model cannot see into, said only where the target reads it (a remote base of a sibling application is not the target's)
+  acc.opaque.push(...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes);
   acc.missing.push(...graph.missing);
   acc.builds ||= scoped.builds;
   for (const n of nodesOf(graph.root)) acc.regions.add(n.dir);
+  // a file read through a symlink is written where the build names it too (a render writes files, not links);
+  // a folder reached through a symlink is not: its render fails as the build would not (the render check then says so)
+  const renderFiles = new Map([...graph.files].map(([p, f]) => [p, f.oid]));
+  for (const n of nodesOf(graph.root)) {
+    for (const f of [n.file, ...n.resources.map((r) => (r.kind === 'file' ? r.file : undefined)), ...n.files]) if (f?.named) renderFiles.set(f.named, f.oid);
+  }
+  for (const f of patchFiles) if (f.named) renderFiles.set(f.named, f.oid);
   acc.renders.push({
     engine: 'argocd',
     root: dir,
-    files: new Map([...graph.files].map(([p, f]) => [p, f.oid])),
+    files: renderFiles,
     argocd: { kustomize: options, ...(ctx.buildOptions.length ? { buildOptions: ctx.buildOptions } : {}) },
   });
 }

@@ -61,6 +61,7 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
     return { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: scanned.resources };
   });
   const opaque = [...graph.opaque];
+  const global = (text: string) => opaque.push({ dir: rootDir, text });
   const missing = [...scanErrors, ...graph.missing];
   if (rootDir && (await view.resolve(rootDir, 'drop')).kind !== 'dir') {
     missing.unshift(`${name}: spec.path ./${rootDir} is not a folder of the source at this revision ("kustomization path not found")`);
@@ -76,10 +77,10 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
   }
   const postBuild = isRec(spec.postBuild) ? spec.postBuild : {};
   if (Array.isArray(postBuild.substituteFrom) && postBuild.substituteFrom.length > 0) {
-    opaque.push(`${name} substitutes variables from ${postBuild.substituteFrom.map((s) => (isRec(s) ? `${String(s.kind)}/${String(s.name)}` : '?')).join(', ')} in the cluster after the build (kustomize_varsub.go): their values are not in the repository`);
+    global(`${name} substitutes variables from ${postBuild.substituteFrom.map((s) => (isRec(s) ? `${String(s.kind)}/${String(s.name)}` : '?')).join(', ')} in the cluster after the build (kustomize_varsub.go): their values are not in the repository`);
   }
-  if (isRec(spec.decryption)) opaque.push(`${name} decrypts SOPS-encrypted files (spec.decryption): their plain text is not in the repository`);
-  if (Array.isArray(repoSpec.include) && repoSpec.include.length > 0) opaque.push(`the GitRepository copies other repositories' artifacts into this source (spec.include): those files are not in this repository`);
+  if (isRec(spec.decryption)) global(`${name} decrypts SOPS-encrypted files (spec.decryption): their plain text is not in the repository`);
+  if (Array.isArray(repoSpec.include) && repoSpec.include.length > 0) global(`the GitRepository copies other repositories' artifacts into this source (spec.include): those files are not in this repository`);
   return { ...graph, opaque, missing, rootDir, ...(generated ? { generated } : {}), ignoreFiles: ignore.files, specSetters: specSetters(spec, name) };
 }
 
@@ -178,7 +179,7 @@ registerEngine({
       describe: describeFlux(k),
       inputs,
       setters,
-      opaque: [...graph.opaque, ...scoped.notes],
+      opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes],
       missing: graph.missing,
       builds: scoped.builds,
       regions: [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])],

@@ -115,6 +115,7 @@ export function modelTarget(input: ModelerInput): TargetModeler {
   return {
     describe,
     engine: primary?.modeler.engine ?? (refining.length ? 'helm' : 'paths'),
+    ...(primary ? { object: primary.object } : {}),
     async at(commit) {
       const tree = await cache.rootTree(commit);
       let p = byTree.get(tree);

@@ -43,6 +43,8 @@ export interface GraphFile {
   role: InputRole;
   /** the symlinks the engine followed to reach it (Argo CD): each is an input too, a retargeted link changes the build */
   via?: Link[];
+  /** where the build names it, when a symlink leads elsewhere (a render writes the file there too) */
+  named?: string;
 }
 
 export type GraphResource =
@@ -70,7 +72,8 @@ export interface Graph {
   root: KNode;
   /** every file read, by path (the render materialises these) */
   files: Map<string, GraphFile>;
-  opaque: string[];
+  /** what the model cannot see into, with the folder of the kustomization that names it (a target's model says only its own) */
+  opaque: Array<{ dir: string; text: string }>;
   missing: string[];
 }
 
@@ -80,17 +83,17 @@ export function isRemote(entry: string): boolean {
 }
 
 /** The first kustomization file in `dir` (kustomize's order), or undefined. */
-export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRules): Promise<{ path: string; oid: string; via?: Link[] } | { error: string } | undefined> {
-  const found: Array<{ name: string; path: string; oid: string; via?: Link[] }> = [];
+export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRules): Promise<{ path: string; oid: string; via?: Link[]; named?: string } | { error: string } | undefined> {
+  const found: Array<{ name: string; path: string; oid: string; via?: Link[]; named?: string }> = [];
   for (const name of KUSTOMIZATION_FILES) {
     const p = dir ? `${dir}/${name}` : name;
     const r = await view.resolve(p, rules.symlinks);
     // a kustomization file that is a symlink (Argo CD follows it): the file read is its target, the link an input too
-    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ name, path: r.path, oid: r.oid, ...(r.via ? { via: r.via } : {}) });
+    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ name, path: r.path, oid: r.oid, ...(r.via ? { via: r.via, named: p } : {}) });
   }
   if (found.length > 1) return { error: `${dir || '.'}: found multiple kustomization files (${found.map((f) => f.name).join(', ')}): kustomize refuses the folder` };
   const [first] = found;
-  return first ? { path: first.path, oid: first.oid, ...(first.via ? { via: first.via } : {}) } : undefined;
+  return first ? { path: first.path, oid: first.oid, ...(first.via ? { via: first.via, named: first.named! } : {}) } : undefined;
 }
 
 /** Parses a kustomization; a file that does not parse makes the build fail. */
@@ -155,7 +158,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       graph.missing.push(`${what} ${rel} in ${root || '.'} is a symlink to ${r.path}, outside that kustomization's folder (kustomize's LoadRestrictionsRootOnly refuses it)`);
       return undefined;
     }
-    return addFile({ path: r.path, oid: r.oid, role, ...(r.via ? { via: r.via } : {}) });
+    return addFile({ path: r.path, oid: r.oid, role, ...(r.via ? { via: r.via, named: target } : {}) });
   };
 
   const visit = async (nodeDir: string, isRoot: boolean): Promise<KNode | undefined> => {
@@ -175,7 +178,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         return undefined;
       }
       if (kfile) {
-        file = addFile({ path: kfile.path, oid: kfile.oid, role: 'kustomization', ...(kfile.via ? { via: kfile.via } : {}) });
+        file = addFile({ path: kfile.path, oid: kfile.oid, role: 'kustomization', ...(kfile.via ? { via: kfile.via, named: kfile.named! } : {}) });
         const parsed = await view.parse('kustomization', kfile.oid, parseKustomization);
         if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) {
           graph.missing.push(`${kfile.path} does not parse: ${parsed.error}`);
@@ -199,7 +202,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       // resources and the deprecated bases: a file, a kustomization folder, or a remote
       for (const entry of [...strings(doc.resources), ...strings(doc.bases)]) {
         if (isRemote(entry)) {
-          graph.opaque.push(`remote resource ${entry} in ${file?.path ?? nodeDir}: kustomize fetches it at build time`);
+          graph.opaque.push({ dir: nodeDir, text: `remote resource ${entry} in ${file?.path ?? nodeDir}: kustomize fetches it at build time` });
           node.resources.push({ kind: 'opaque', entry });
           continue;
         }
@@ -219,7 +222,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       }
       for (const entry of strings(doc.components)) {
         if (isRemote(entry)) {
-          graph.opaque.push(`remote component ${entry} in ${file?.path ?? nodeDir}`);
+          graph.opaque.push({ dir: nodeDir, text: `remote component ${entry} in ${file?.path ?? nodeDir}` });
           continue;
         }
         const target = joinInside(nodeDir, entry);
@@ -262,14 +265,14 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         for (const entry of Array.isArray(doc[field]) ? doc[field] : []) {
           if (isRec(entry) || (typeof entry === 'string' && entry.includes('\n'))) {
             const cfg = typeof entry === 'string' ? safeLoad(entry) : entry;
-            pluginConfig(cfg, `inline ${field} in ${file?.path ?? nodeDir}`);
+            pluginConfig(cfg, `inline ${field} in ${file?.path ?? nodeDir}`, nodeDir);
             if (typeof entry === 'string') node.inline.push(entry);
             else node.inline.push(JSON.stringify(entry));
             continue;
           }
           if (typeof entry !== 'string') continue;
           if (isRemote(entry)) {
-            graph.opaque.push(`remote ${field} entry ${entry} in ${file?.path ?? nodeDir}`);
+            graph.opaque.push({ dir: nodeDir, text: `remote ${field} entry ${entry} in ${file?.path ?? nodeDir}` });
             continue;
           }
           const target = joinInside(nodeDir, entry);
@@ -284,7 +287,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
           node.files.push(f);
           const configs = await view.parse('yaml-all', f.oid, loadAllSafe);
           for (const cfg of configs) {
-            pluginConfig(cfg, f.path);
+            pluginConfig(cfg, f.path, nodeDir);
             // a builtin config may itself load a file (PatchTransformer path, ReplacementTransformer path)
             if (isRec(cfg) && typeof cfg.path === 'string') await load(cfg.path, 'patch', `${String(cfg.kind)} path`);
           }
@@ -298,7 +301,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
           for (const chart of helmCharts) {
             if (typeof chart.valuesFile === 'string') await load(chart.valuesFile, 'values', 'Helm valuesFile');
             for (const v of strings(chart.additionalValuesFiles)) await load(v, 'values', 'Helm values file');
-            graph.opaque.push(`Helm chart ${String(chart.name ?? '?')} ${String(chart.version ?? '')} inflated by ${file?.path ?? nodeDir} (${chart.repo ? `from ${String(chart.repo)}` : 'a local chart'}): its templates are not modelled`);
+            graph.opaque.push({ dir: nodeDir, text: `Helm chart ${String(chart.name ?? '?')} ${String(chart.version ?? '')} inflated by ${file?.path ?? nodeDir} (${chart.repo ? `from ${String(chart.repo)}` : 'a local chart'}): its templates are not modelled` });
           }
         }
       }
@@ -308,9 +311,9 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     }
   };
 
-  const pluginConfig = (cfg: unknown, where: string) => {
+  const pluginConfig = (cfg: unknown, where: string, nodeDir: string) => {
     if (!isRec(cfg) || typeof cfg.kind !== 'string') return;
-    if (!BUILTIN_KINDS.has(cfg.kind)) graph.opaque.push(`plugin ${String(cfg.apiVersion ?? '')}/${cfg.kind} configured in ${where}: not a kustomize builtin, the model cannot see what it does`);
+    if (!BUILTIN_KINDS.has(cfg.kind)) graph.opaque.push({ dir: nodeDir, text: `plugin ${String(cfg.apiVersion ?? '')}/${cfg.kind} configured in ${where}: not a kustomize builtin, the model cannot see what it does` });
   };
 
   const root = await visit(dir, true);

@@ -51,6 +51,8 @@ export interface Scoped {
   inline: Array<{ where: string; text: string }>;
   /** true when the build holds something of the target */
   builds: boolean;
+  /** the folders of the kustomizations the target reads (its own and those above them) */
+  dirs: Set<string>;
   notes: string[];
 }
 
@@ -147,7 +149,7 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   };
   const builds = await nodeInScope(root);
   await collect(root, false);
-  return { inputs: [...inputs.values()], contentFiles: [...contentFiles.values()], inline, builds, notes };
+  return { inputs: [...inputs.values()], contentFiles: [...contentFiles.values()], inline, builds, dirs: new Set([...visited].map((n) => n.dir)), notes };
 }
 
 function wholeNode(n: KNode, scope: TargetScope): boolean {

@@ -1,6 +1,7 @@
 import path from 'node:path/posix';
 import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
+import { checkEntryName } from '../deliver/tree-walk.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
@@ -45,9 +46,10 @@ export class ObjectCache {
   constructor(reader: RepoReader) {
     this.reader = reader;
   }
-  tree(oid: string): Promise<TreeItem[]> {
+  /** A tree's entries; a name git itself refuses (`..`, `.git`) is bad repository input, as the tree walk says it. */
+  tree(oid: string, under = ''): Promise<TreeItem[]> {
     let p = this.trees.get(oid);
-    if (!p) this.trees.set(oid, (p = this.reader.readTree(oid)));
+    if (!p) this.trees.set(oid, (p = readCheckedTree(this.reader, oid, under)));
     return p;
   }
   blob(oid: string): Promise<Uint8Array> {
@@ -67,6 +69,19 @@ export class ObjectCache {
     this.parsed.set(key, value);
     return value;
   }
+}
+
+async function readCheckedTree(reader: RepoReader, oid: string, under: string): Promise<TreeItem[]> {
+  let entries: TreeItem[];
+  try {
+    entries = await reader.readTree(oid);
+  } catch (error) {
+    const e = error as { code?: string; data?: { filepath?: string } };
+    if (e?.code === 'UnsafeFilepathError') checkEntryName(e.data?.filepath ?? '..', under);
+    throw error;
+  }
+  for (const e of entries) checkEntryName(e.path, under);
+  return entries;
 }
 
 interface OverlayFile {
@@ -114,7 +129,7 @@ export class TreeView {
   private async listUncached(dir: string): Promise<Map<string, TreeEntry>> {
     const out = new Map<string, TreeEntry>();
     const base = await this.baseTreeOid(dir);
-    if (base) for (const e of await this.cache.tree(base)) out.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
+    if (base) for (const e of await this.cache.tree(base, dir)) out.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
     if (this.written.size === 0 && this.deleted.size === 0) return out;
     const prefix = dir ? `${dir}/` : '';
     for (const p of this.deleted) if (p.startsWith(prefix) && !p.slice(prefix.length).includes('/')) out.delete(p.slice(prefix.length));
@@ -141,8 +156,10 @@ export class TreeView {
   /** The oid of the base tree at `dir` (walking real trees only), undefined when absent or not a tree. */
   private async baseTreeOid(dir: string): Promise<string | undefined> {
     let oid = this.root;
+    let at = '';
     for (const part of dir ? dir.split('/') : []) {
-      const e = (await this.cache.tree(oid)).find((x) => x.path === part);
+      const e = (await this.cache.tree(oid, at)).find((x) => x.path === part);
+      at = at ? `${at}/${part}` : part;
       if (!e || e.type !== 'tree') return undefined;
       oid = e.oid;
     }

@@ -98,6 +98,8 @@ export interface TargetModeler {
   /** the engine objects followed, in words (also when no revision was modelled yet) */
   readonly describe: string;
   readonly engine: EngineKind;
+  /** the primary engine object followed (a Flux Kustomization, an Argo CD Application), when there is one */
+  readonly object?: import('../observe/types.ts').KubeObject;
   /** the model at a commit */
   at(commit: string): Promise<TargetModel>;
   /** the model of a commit with a planned change applied on top (verify) */

@@ -1,5 +1,5 @@
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
-import { RemoteError } from '../errors.ts';
+import { InputError, RemoteError } from '../errors.ts';
 import { scrubDeep } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
@@ -11,20 +11,41 @@ export interface ResourceRef {
   name: string;
 }
 
+export interface KubeConfigChoice {
+  /** a kubeconfig file (--kubeconfig), instead of KUBECONFIG / ~/.kube/config / the service account */
+  kubeconfig?: string | undefined;
+  /** a context of it (--context), instead of its current-context */
+  context?: string | undefined;
+}
+
+/**
+ * The cluster to talk to, by kubectl's rules: --kubeconfig, else KUBECONFIG, else ~/.kube/config,
+ * else the in-cluster service account; --context picks a context other than the current one.
+ */
+export function loadKubeConfig(choice: KubeConfigChoice = {}): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    if (choice.kubeconfig) kc.loadFromFile(choice.kubeconfig);
+    else kc.loadFromDefault();
+  } catch (error) {
+    throw new RemoteError('kubernetes', `cannot load a kubeconfig${choice.kubeconfig ? ` from ${choice.kubeconfig}` : ' (in-cluster service account or KUBECONFIG)'}: ${(error as Error).message}`, { cause: error });
+  }
+  if (choice.context) {
+    const names = kc.getContexts().map((c) => c.name);
+    if (!names.includes(choice.context)) throw new InputError(`--context ${choice.context}: no such context in the kubeconfig (it has: ${names.join(', ') || 'none'})`);
+    kc.setCurrentContext(choice.context);
+  }
+  return kc;
+}
+
 /**
  * observe/kube, list-once: reads each configured object through the usual kubeconfig rules
  * (KUBECONFIG, ~/.kube/config, in-cluster service account). A missing object is left out (the
  * verdict shows it as NotFound); any other API failure is a RemoteError (exit 3). Every string of
  * an object is scrubbed of secrets and bounded before anything else sees it (src/scrub.ts).
  */
-export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string): Promise<Observed[]> {
-  const kc = new KubeConfig();
-  try {
-    if (kubeconfig) kc.loadFromFile(kubeconfig);
-    else kc.loadFromDefault();
-  } catch (error) {
-    throw new RemoteError('kubernetes', `cannot load a kubeconfig: ${(error as Error).message}`, { cause: error });
-  }
+export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string, context?: string): Promise<Observed[]> {
+  const kc = loadKubeConfig({ kubeconfig, context });
   const api = KubernetesObjectApi.makeApiClient(kc);
   const seen = new Set<string>();
   const out: Observed[] = [];

@@ -46,7 +46,17 @@ export interface Verification {
   notes: string[];
   /** the inputs of the target the change alters (head → after) */
   changed: InputDelta[];
+  /** what failed and was checked to take the last-known-good's value again */
+  restored: string[];
   models: { head: TargetModel; after: TargetModel; lastKnownGood: TargetModel };
+}
+
+/** One line for people: what the plan was checked against and what it changes. */
+export function describeVerification(v: Verification): string {
+  const m = v.models.head;
+  const files = v.changed.map((d) => d.path);
+  const what = m.engine === 'paths' ? `the target's paths (no engine object tells what the engine reads)` : m.describe;
+  return `the revert changes ${files.length} file${files.length === 1 ? '' : 's'} that ${what} reads for the target (${files.slice(0, 4).join(', ')}${files.length > 4 ? ', …' : ''})${v.restored.length ? `; ${v.restored.join('; ')}` : ''}`;
 }
 
 const short = (sha: string) => sha.slice(0, 12);
@@ -60,7 +70,8 @@ export async function verifyPlan(input: VerifyInput): Promise<Verification> {
   const alreadyBroken = after.missing.filter((m) => head.missing.includes(m));
   if (alreadyBroken.length) notes.push(`as modelled, ${engineName(head)}'s build fails at the head and still would after the revert: ${alreadyBroken.slice(0, 3).join('; ')}${alreadyBroken.length > 3 ? '; …' : ''}`);
   const badList = input.bad.length ? ` (bad: ${input.bad.map((c) => short(c.oid)).join(', ')})` : '';
-  const refuse = (reason: string): Verification => ({ refused: `${reason}${badList}`, notes, changed, models });
+  const restored: string[] = [];
+  const refuse = (reason: string): Verification => ({ refused: `${reason}${badList}`, notes, changed, restored, models });
 
   if (changed.length === 0) {
     const inside = [...head.inputs.keys()].some((p) => inPaths(p, input.paths));
@@ -90,19 +101,23 @@ export async function verifyPlan(input: VerifyInput): Promise<Verification> {
         const was = l.length ? l.map((x) => x.text).join(', ') : 'nothing';
         return refuse(`after the revert ${repoOf(image)} would be set to ${now}, but the last-known-good ${short(input.lastKnownGood)} set ${was}`);
       }
+      const line = `${repoOf(image)} set back to ${l.map((x) => x.text).join(', ') || 'nothing'}, as at the last-known-good`;
+      if (!restored.includes(line)) restored.push(line);
     }
     const version = e.attempted?.chart;
     if (e.groupKind === 'helm.toolkit.fluxcd.io/HelmRelease' && version) {
       const release = `${e.namespace ? `${e.namespace}/` : ''}${e.name}`;
       const [h, l, a] = [chartsOf(head, release, e.name), chartsOf(lastKnownGood, release, e.name), chartsOf(after, release, e.name)];
       if (h !== l && a !== l) return refuse(`after the revert the chart of HelmRelease ${release} would be pinned to ${a || 'nothing'}, but the last-known-good pinned ${l || 'nothing'}`);
+      if (h !== l) restored.push(`the chart of HelmRelease ${release} pinned back to ${l}, as at the last-known-good`);
       if (input.how === 'values') {
         const [hv, lv, av] = [valuesOf(head, release, e.name), valuesOf(lastKnownGood, release, e.name), valuesOf(after, release, e.name)];
         if (hv !== lv && av !== lv) return refuse(`after the revert the values of HelmRelease ${release} would not be the last-known-good's`);
+        if (hv !== lv) restored.push(`the values of HelmRelease ${release} back to the last-known-good's`);
       }
     }
   }
-  return { notes, changed, models };
+  return { notes, changed, restored, models };
 }
 
 function engineName(m: TargetModel): string {
