@@ -309,7 +309,9 @@ async function contentFindings(ctx: Ctx, failing: Evidence[], range: RangeState)
         const lastAt = e.lastSucceeded?.at;
         const since = lastAt ? Date.parse(lastAt) : undefined;
         const within = range.state === 'range' ? new Set(range.line.map((c) => c.oid)) : undefined;
-        const signal = `values of ${ref(e)} (its chart ${version} did not change${lastAt ? `; its last successful release went out ${lastAt}` : ''})`;
+        // values the model cannot follow (a ConfigMap generated outside what the engine reads) are said with the signal
+        const unseen = (await history.at(start)).opaque.filter((o) => o.startsWith(`values of ${ref(e)} `));
+        const signal = `values of ${ref(e)} (its chart ${version} did not change${lastAt ? `; its last successful release went out ${lastAt}` : ''}${unseen.map((o) => `; cannot verify: ${o}`).join('')})`;
         await place(signal, 'values', await newestChange(ctx, start, changed, limit, { since, within }));
       }
     }
