@@ -9,7 +9,7 @@ import { evidenceFor, verdictFor } from './decide/verdict.ts';
 import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
 import { changedFiles, firstParentLog } from './history/graph.ts';
 import { blastRadius } from './revert/blast-radius.ts';
-import { locate, type Located } from './history/locate.ts';
+import { locate, revertInput, type Located } from './history/locate.ts';
 import { lastgoodTarget, revertedBy } from './history/trailers.ts';
 import type { Observed } from './observe/types.ts';
 import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './repo/types.ts';
@@ -516,8 +516,7 @@ async function planFiles(opts: RevertOptions, head: string, located: Located): P
     planned.strategy = 'restore';
   } else {
     try {
-      const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
-      planned.files = (await planRevert(repo, { head, steps, paths: target.paths })).files;
+      planned.files = (await planRevert(repo, { head, ...revertInput(located, target.paths) })).files;
     } catch (error) {
       if (!(error instanceof RevertImpossible) || target.strategy !== 'revert-or-restore') throw error;
       planned.files = await restore();
