@@ -145,7 +145,7 @@ export async function locate(input: LocateInput): Promise<Located> {
   if (range.state === 'empty') {
     throw new RevertImpossible(
       `cannot tell which commit is bad: ${rangeNote}, and no failing object names what fails in what the engine reads for the target (a new image or chart version)`,
-      [...details, 'add the failing workload (Deployment, Rollout, Pod) or HelmRelease to the target\'s resources, or name the commit: lastgood revert --bad SHA'],
+      [...details, failing.some((e) => e.groupKind === HELMRELEASE || (e.attempted?.images?.length ?? 0) > 0) ? 'name the commit: lastgood revert --bad SHA' : 'add the failing workload (Deployment, Rollout, Pod) or HelmRelease to the target\'s resources, or name the commit: lastgood revert --bad SHA'],
     );
   }
   if (range.state === 'unknown') {
