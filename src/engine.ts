@@ -9,7 +9,7 @@ import { evidenceFor, verdictFor } from './decide/verdict.ts';
 import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
 import { changedFiles, firstParentLog } from './history/graph.ts';
 import { blastRadius } from './revert/blast-radius.ts';
-import { locate, type Located } from './history/locate.ts';
+import { locate, revertInput, type Located } from './history/locate.ts';
 import { lastgoodTarget, revertedBy } from './history/trailers.ts';
 import type { Observed } from './observe/types.ts';
 import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './repo/types.ts';
@@ -23,6 +23,7 @@ import { planFreeze } from './revert/freeze.ts';
 import { modelTarget, type TargetModeler } from './model/index.ts';
 import { describeVerification, verifyPlan } from './verify/model-check.ts';
 import { renderCheck, rendererFor } from './verify/render-check.ts';
+import { analyseTargets, createAnalysisSession, providersFor, type AnalysisContext, type AnalysisResult, type AnalysisSession } from './analysis/index.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -70,6 +71,8 @@ export interface CheckOptions {
   observations?: Map<string, number>;
   /** per target: what the repository says about its past reverts (run gathers it; check has no repository) */
   guards?: Map<string, RepoGuards>;
+  /** per target: its metric checks' evidence (`analyse`, or a door's analysis sessions) */
+  analysis?: Map<string, Pick<AnalysisResult, 'evidence'>>;
 }
 
 export function selectTargets(config: Config, name?: string): ResolvedTarget[] {
@@ -85,7 +88,7 @@ function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: 
   const all = opts.config.targets.map((t) => ({ name: t.name, resources: t.resources }));
   return selectTargets(opts.config, opts.target).map((target) => {
     const others = all.filter((t) => t.name !== target.name).map((t) => t.resources);
-    return { target, verdict: assessTarget(target, opts.observed, opts.now, others) };
+    return { target, verdict: assessTarget(target, opts.observed, opts.now, others, opts.analysis?.get(target.name)?.evidence) };
   });
 }
 
@@ -94,8 +97,32 @@ function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: 
  * targets (a shared parent failing only because of them is not this target's failure); passing
  * every target's, this one's included, gives the same verdict (the controller keeps one list).
  */
-export function assessTarget(target: ResolvedTarget, observed: Observed[], now: Date, others: ResolvedTarget['resources'][] = []): Verdict {
-  return verdictFor(target, evidenceFor(target, observed, now, others), now);
+export function assessTarget(target: ResolvedTarget, observed: Observed[], now: Date, others: ResolvedTarget['resources'][] = [], analysis: Evidence[] = []): Verdict {
+  return verdictFor(target, [...evidenceFor(target, observed, now, others), ...analysis], now);
+}
+
+/**
+ * Metric analysis, one shot (`check`, `run`, the Action): every measurement of the selected
+ * targets' checks due by `now`, as evidence for `check`/`run` (`opts.analysis`). Doors that
+ * observe over time keep sessions instead (`analysisSessions`).
+ */
+export async function analyse(opts: Pick<CheckOptions, 'config' | 'observed' | 'now' | 'target'> & Omit<AnalysisContext, 'config'>): Promise<Map<string, AnalysisResult>> {
+  const targets = selectTargets(opts.config, opts.target);
+  if (!targets.some((t) => t.analysis)) return new Map();
+  return analyseTargets({ ...opts, targets });
+}
+
+/** Metric analysis over time, for the controller and the Action's `wait`: one session per target with checks, each measurement taken once. */
+export function analysisSessions(config: Config, ctx: Omit<AnalysisContext, 'config'>): (target: ResolvedTarget) => AnalysisSession | undefined {
+  const full: AnalysisContext = { ...ctx, config };
+  const providers = providersFor(full);
+  const sessions = new Map<string, AnalysisSession>();
+  return (target) => {
+    if (!target.analysis) return undefined;
+    let s = sessions.get(target.name);
+    if (!s) sessions.set(target.name, (s = createAnalysisSession(target, full, providers)));
+    return s;
+  };
 }
 
 function decisionFor(target: ResolvedTarget, verdict: Verdict, opts: CheckOptions, guards: RepoGuards | undefined): Decision {
@@ -253,9 +280,10 @@ async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunO
 }
 
 /** Notifications at the end of a run (never with --dry-run); failures are logged and change nothing. */
-async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun'>): Promise<void> {
+async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl'>): Promise<void> {
   if (opts.dryRun) return;
-  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now });
+  const commitUrl = commitLinks(opts);
+  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}) });
 }
 
 export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target'> {
@@ -314,6 +342,12 @@ function baseOutcome(verdict: Verdict, decision: Decision): TargetOutcome {
   if (verdict.class) o.class = verdict.class;
   const notes = [...new Set(verdict.evidence.flatMap((e) => e.notes ?? []))];
   if (notes.length) o.notes = notes;
+  // evidence that could not be evaluated (a metric provider unreachable, a template that cannot be read): said, with its exit code, unless the target failed anyway
+  const problems = verdict.verdict === 'failed' ? [] : verdict.evidence.filter((e) => e.problem);
+  if (problems.length) {
+    const code = problems.some((e) => e.problem!.code === 3) ? 3 : 2;
+    o.error = { code, message: redact(problems.map((e) => `${e.kind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}: ${e.problem!.message}`).join('; ')) };
+  }
   return o;
 }
 
@@ -482,8 +516,7 @@ async function planFiles(opts: RevertOptions, head: string, located: Located): P
     planned.strategy = 'restore';
   } else {
     try {
-      const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
-      planned.files = (await planRevert(repo, { head, steps, paths: target.paths })).files;
+      planned.files = (await planRevert(repo, { head, ...revertInput(located, target.paths) })).files;
     } catch (error) {
       if (!(error instanceof RevertImpossible) || target.strategy !== 'revert-or-restore') throw error;
       planned.files = await restore();

@@ -38,11 +38,11 @@ export class InputError extends LastgoodError {
   }
 }
 
-/** An outside system (git remote, GitHub, Kubernetes API) failed after retries. Exit 3. */
+/** An outside system (git remote, a git host's API, Kubernetes API) failed after retries. Exit 3. */
 export class RemoteError extends LastgoodError {
   readonly exitCode = 3 as const;
   /** `controller`: a running lastgood controller asked over HTTP (`lastgood status`) */
-  readonly system: 'git' | 'github' | 'kubernetes' | 'webhook' | 'controller';
+  readonly system: 'git' | 'github' | 'gitlab' | 'gitea' | 'bitbucket' | 'azure-devops' | 'kubernetes' | 'webhook' | 'prometheus' | 'controller';
   readonly status: number | undefined;
   constructor(system: RemoteError['system'], message: string, opts: { status?: number; cause?: unknown } = {}) {
     super(`${system}: ${message}`, { cause: opts.cause });

@@ -75,7 +75,7 @@ test('every metric is there from the first scrape, counters at 0, labelled only 
   for (const verdict of ['healthy', 'progressing', 'failed', 'stuck']) t.is(s.get(`lastgood_targets{verdict="${verdict}"}`), 0);
   for (const action of ['none', 'wait', 'revert', 'alert']) t.is(s.get(`lastgood_decisions_total{action="${action}"}`), 0);
   for (const kind of ['Kustomization', 'Deployment']) t.is(s.get(`lastgood_watch_restarts_total{kind="${kind}"}`), 0);
-  for (const system of ['git', 'github', 'kubernetes', 'webhook']) t.is(s.get(`lastgood_remote_errors_total{system="${system}"}`), 0);
+  for (const system of ['git', 'github', 'gitlab', 'gitea', 'bitbucket', 'azure-devops', 'kubernetes', 'webhook', 'prometheus']) t.is(s.get(`lastgood_remote_errors_total{system="${system}"}`), 0);
   t.is(s.get('lastgood_failure_to_revert_seconds_count'), 0);
   t.is(s.get('lastgood_failure_to_revert_seconds_bucket{le="+Inf"}'), 0);
   t.is(s.get('lastgood_lkg_recorded_total'), 0);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseTime } from '../observe/times.ts';
+import { AnalysisProviders, analysisWorkload, TargetAnalysis, type ResolvedAnalysis } from '../analysis/config.ts';
 import { parseDuration } from './duration.ts';
 
 /** A duration string ("15m", "1h30m"), kept as text in the config and parsed where used. */
@@ -162,6 +163,7 @@ export const Target = z
     freezeUntil: TargetSettings.freezeUntil.optional(),
     blastRadius: BlastRadius.optional(),
     allowRevertDuring: RevertHazards.optional(),
+    analysis: TargetAnalysis.optional().describe('metric checks run after each rollout of the target\'s workload (README "Metric checks")'),
   })
   .strict();
 
@@ -226,7 +228,11 @@ export const ConfigSchema = z
       .object({
         url: z.string().min(1).describe('https URL of the repository on any git host (GitHub, GitLab, Gitea/Forgejo, Bitbucket, Azure DevOps, a plain git server), or a local path to a working copy or bare repository'),
         branch: z.string().min(1).default('main'),
-        apiUrl: z.string().url().optional().describe('GitHub API base URL (GitHub Enterprise Server)'),
+        apiUrl: z.string().url().optional().describe('the host\'s API base URL when it is not where lastgood looks by default: GitHub Enterprise Server (https://HOST/api/v3), a GitLab under a relative URL root, Bitbucket Cloud\'s (https://api.bitbucket.org/2.0)'),
+        provider: z
+          .enum(['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket', 'bitbucket-server', 'azure-devops', 'git'])
+          .optional()
+          .describe('which host repo.url is on, for a self-hosted one (github.com, gitlab.com, codeberg.org, bitbucket.org, dev.azure.com and *.visualstudio.com are known from the URL): pull-request mode opens the request through that host\'s API; git: push the branch only'),
         author: Person.default({ name: 'lastgood', email: 'lastgood@users.noreply.github.com' }).describe('author of revert commits'),
         auth: GitAuth.optional().describe('credentials for a git host over HTTPS (default: the token in env LASTGOOD_GIT_TOKEN, if set)'),
         cacheDir: z.string().min(1).optional().describe('a folder for the bare mirror of a remote repository, kept between runs (the controller\'s volume); default: a temporary folder per run'),
@@ -290,6 +296,7 @@ export const ConfigSchema = z
       .strict()
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
     notify: Notify.optional(),
+    analysis: AnalysisProviders.optional(),
     controller: Controller.optional().describe('settings of `lastgood controller` (all optional)'),
     render: z
       .object({
@@ -306,6 +313,8 @@ export const ConfigSchema = z
     config.targets.forEach((t, i) => {
       if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `duplicate target name "${t.name}"` });
       seen.add(t.name);
+      const workload = t.analysis ? analysisWorkload(t.analysis, t.resources) : undefined;
+      if (typeof workload === 'string') ctx.addIssue({ code: 'custom', path: ['targets', i, 'analysis'], message: workload });
       // a wait as long as maxAge could never act: the failure would be ignored before the wait ends
       const maxAge = t.maxAge ?? config.defaults.maxAge;
       const maxAgeMs = maxAge === 'off' ? undefined : parseDuration(maxAge);
@@ -358,6 +367,8 @@ export interface ResolvedTarget {
   blastRadius: { allowEmpty: boolean; allowUntouchedFiles: boolean };
   /** hazards this target opts in to reverting anyway */
   allowRevertDuring: Array<z.output<typeof RevertHazards>[number]>;
+  /** metric checks after each rollout of its workload (src/analysis/) */
+  analysis?: ResolvedAnalysis;
 }
 
 export function resolveTarget(config: Config, target: TargetConfig): ResolvedTarget {
@@ -378,7 +389,15 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     freezeUntil: target.freezeUntil ?? d.freezeUntil,
     blastRadius: { allowEmpty: target.blastRadius?.allowEmpty ?? false, allowUntouchedFiles: target.blastRadius?.allowUntouchedFiles ?? false },
     allowRevertDuring: target.allowRevertDuring ?? [],
+    ...(target.analysis ? { analysis: resolveAnalysis(target) } : {}),
   };
+}
+
+function resolveAnalysis(target: TargetConfig): ResolvedAnalysis {
+  const { workload: _named, window, ...rest } = target.analysis!;
+  const workload = analysisWorkload(target.analysis!, target.resources);
+  if (typeof workload === 'string') throw new Error(workload); // refused by the schema already
+  return { ...rest, workload, windowMs: parseDuration(window)! };
 }
 
 function offOrMs(value: string): number | undefined {

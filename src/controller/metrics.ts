@@ -17,8 +17,8 @@ export type RevertResult = 'created' | 'existing' | 'nothing-to-write' | 'refuse
 export const VERDICTS: readonly VerdictState[] = ['healthy', 'progressing', 'failed', 'stuck'];
 export const ACTIONS: readonly ActionKind[] = ['none', 'wait', 'revert', 'alert'];
 export const REVERT_RESULTS: readonly RevertResult[] = ['created', 'existing', 'nothing-to-write', 'refused', 'impossible', 'error'];
-/** the outside systems a RemoteError names (src/errors.ts), at 0 from the start; a host added later appears with its first error */
-export const REMOTE_SYSTEMS: readonly string[] = ['git', 'github', 'kubernetes', 'webhook'];
+/** the outside systems the controller meets (RemoteError's, src/errors.ts, but the CLI's `controller`), at 0 from the start */
+export const REMOTE_SYSTEMS: readonly string[] = ['git', 'github', 'gitlab', 'gitea', 'bitbucket', 'azure-devops', 'kubernetes', 'webhook', 'prometheus'];
 
 /** What the metrics are labelled with: the config's, nothing else. */
 export interface MetricLabels {
@@ -80,7 +80,7 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
   });
   const restarts = new Counter({ name: 'lastgood_watch_restarts_total', help: 'Watches restarted after an error, by kind', labelNames: ['kind'], registers: [registry] });
   for (const kind of opts.labels?.kinds ?? []) restarts.inc({ kind }, 0);
-  const remote = new Counter({ name: 'lastgood_remote_errors_total', help: 'Errors of outside systems (git, github, kubernetes, webhook, a git host), by system', labelNames: ['system'], registers: [registry] });
+  const remote = new Counter({ name: 'lastgood_remote_errors_total', help: 'Errors of outside systems (the git host or its API, kubernetes, webhook, prometheus), by system', labelNames: ['system'], registers: [registry] });
   for (const system of REMOTE_SYSTEMS) remote.inc({ system }, 0);
   const syncedAt = new Map<string, number>(names.map((n) => [n, 0]));
   new Gauge({

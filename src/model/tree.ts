@@ -1,6 +1,7 @@
 import path from 'node:path/posix';
 import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
+import { checkEntryName } from '../deliver/tree-walk.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
@@ -18,13 +19,20 @@ export const SYMLINK = '120000';
 
 /** Where a path leads once symlinks are handled as an engine handles them. */
 export type Resolved =
-  | { kind: 'file'; path: string; oid: string; mode: string }
-  | { kind: 'dir'; path: string }
+  /** `via`: the symlinks followed on the way, each with its own blob (a retargeted link changes what is read) */
+  | { kind: 'file'; path: string; oid: string; mode: string; via?: Link[] }
+  | { kind: 'dir'; path: string; via?: Link[] }
   | { kind: 'absent' }
   /** a symlink the engine drops (Flux: symlinks are not in the source artifact) */
   | { kind: 'dropped'; link: string }
   /** a symlink pointing outside the repository (Argo CD refuses the repository; kustomize refuses the file) */
   | { kind: 'escapes'; link: string; target: string };
+
+/** A symlink followed on the way to a file or folder: where it is and its own blob (the link's text). */
+export interface Link {
+  path: string;
+  oid: string;
+}
 
 /** Shared caches of one reader: trees and blobs are immutable, so every revision may share them. */
 export class ObjectCache {
@@ -38,9 +46,10 @@ export class ObjectCache {
   constructor(reader: RepoReader) {
     this.reader = reader;
   }
-  tree(oid: string): Promise<TreeItem[]> {
+  /** A tree's entries; a name git itself refuses (`..`, `.git`) is bad repository input, as the tree walk says it. */
+  tree(oid: string, under = ''): Promise<TreeItem[]> {
     let p = this.trees.get(oid);
-    if (!p) this.trees.set(oid, (p = this.reader.readTree(oid)));
+    if (!p) this.trees.set(oid, (p = readCheckedTree(this.reader, oid, under)));
     return p;
   }
   blob(oid: string): Promise<Uint8Array> {
@@ -60,6 +69,19 @@ export class ObjectCache {
     this.parsed.set(key, value);
     return value;
   }
+}
+
+async function readCheckedTree(reader: RepoReader, oid: string, under: string): Promise<TreeItem[]> {
+  let entries: TreeItem[];
+  try {
+    entries = await reader.readTree(oid);
+  } catch (error) {
+    const e = error as { code?: string; data?: { filepath?: string } };
+    if (e?.code === 'UnsafeFilepathError') checkEntryName(e.data?.filepath ?? '..', under);
+    throw error;
+  }
+  for (const e of entries) checkEntryName(e.path, under);
+  return entries;
 }
 
 interface OverlayFile {
@@ -107,7 +129,7 @@ export class TreeView {
   private async listUncached(dir: string): Promise<Map<string, TreeEntry>> {
     const out = new Map<string, TreeEntry>();
     const base = await this.baseTreeOid(dir);
-    if (base) for (const e of await this.cache.tree(base)) out.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
+    if (base) for (const e of await this.cache.tree(base, dir)) out.set(e.path, { type: e.type as TreeEntry['type'], mode: e.mode, oid: e.oid });
     if (this.written.size === 0 && this.deleted.size === 0) return out;
     const prefix = dir ? `${dir}/` : '';
     for (const p of this.deleted) if (p.startsWith(prefix) && !p.slice(prefix.length).includes('/')) out.delete(p.slice(prefix.length));
@@ -134,8 +156,10 @@ export class TreeView {
   /** The oid of the base tree at `dir` (walking real trees only), undefined when absent or not a tree. */
   private async baseTreeOid(dir: string): Promise<string | undefined> {
     let oid = this.root;
+    let at = '';
     for (const part of dir ? dir.split('/') : []) {
-      const e = (await this.cache.tree(oid)).find((x) => x.path === part);
+      const e = (await this.cache.tree(oid, at)).find((x) => x.path === part);
+      at = at ? `${at}/${part}` : part;
       if (!e || e.type !== 'tree') return undefined;
       oid = e.oid;
     }
@@ -173,7 +197,7 @@ export class TreeView {
    * which follow a link that stays inside the repository (argo-cd reposerver/repository/repository.go
    * getPotentiallyValidManifestFile) and refuse one that leaves it.
    */
-  async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0): Promise<Resolved> {
+  async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0, via: Link[] = []): Promise<Resolved> {
     const parts = clean(p).split('/').filter(Boolean);
     let current = '';
     for (let i = 0; i < parts.length; i++) {
@@ -188,17 +212,18 @@ export class TreeView {
         const normal = path.normalize(joined);
         if (target.startsWith('/') || normal === '..' || normal.startsWith('../')) return { kind: 'escapes', link: next, target };
         const rest = parts.slice(i + 1).join('/');
-        return this.resolve(rest ? `${normal}/${rest}` : normal, symlinks, depth + 1);
+        return this.resolve(rest ? `${normal}/${rest}` : normal, symlinks, depth + 1, [...via, { path: next, oid: e.oid }]);
       }
       if (i === parts.length - 1) {
-        if (e.type === 'tree') return { kind: 'dir', path: next };
-        if (e.type === 'blob') return { kind: 'file', path: next, oid: e.oid, mode: e.mode };
+        const links = via.length ? { via } : {};
+        if (e.type === 'tree') return { kind: 'dir', path: next, ...links };
+        if (e.type === 'blob') return { kind: 'file', path: next, oid: e.oid, mode: e.mode, ...links };
         return { kind: 'absent' };
       }
       if (e.type !== 'tree') return { kind: 'absent' };
       current = next;
     }
-    return { kind: 'dir', path: '' };
+    return { kind: 'dir', path: '', ...(via.length ? { via } : {}) };
   }
 }
 

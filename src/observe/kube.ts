@@ -67,3 +67,25 @@ export async function readFromCluster(resources: ResourceRef[], kubeconfig?: str
   }
   return out;
 }
+
+/**
+ * One object by name, on demand (what metric analysis reads besides the watched objects: the new
+ * ReplicaSet of a rollout, AnalysisTemplates, MetricTemplates): undefined when it does not exist,
+ * RemoteError when the API fails. Scrubbed like every object read.
+ */
+export function clusterReader(kubeconfig?: string | KubeConfig, context?: string): (ref: ResourceRef) => Promise<KubeObject | undefined> {
+  let api: KubernetesObjectApi | undefined;
+  return async (ref) => {
+    api ??= KubernetesObjectApi.makeApiClient(kubeconfig instanceof KubeConfig ? kubeconfig : loadKubeConfig({ kubeconfig, context }));
+    try {
+      const object = (await api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) } })) as unknown as KubeObject;
+      const scrubbed = scrubDeep(object);
+      checkStatusTimes(scrubbed, 'kube');
+      return scrubbed;
+    } catch (error) {
+      const code = (error as { code?: number; statusCode?: number }).code ?? (error as { statusCode?: number }).statusCode;
+      if (code === 404) return undefined;
+      throw new RemoteError('kubernetes', `cannot read ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${(error as Error).message}`, { status: code, cause: error });
+    }
+  };
+}
