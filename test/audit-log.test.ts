@@ -4,7 +4,11 @@ import { cpSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
-import { AuditLogSchema, logJsonSchema, type AuditLog } from '../src/audit/schema.ts';
+import { AuditLogSchema, logJsonSchema, type AuditLog, type RequestEntry, type RevertEntry } from '../src/audit/schema.ts';
+import { readAuditLog } from '../src/audit/timeline.ts';
+import { formatLogJson } from '../src/audit/format.ts';
+import { forgeScenario, P, TARGET, values } from './support/forge-scenario.ts';
+import { HOSTS } from './support/hosts-under-test.ts';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
 import { git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
@@ -443,4 +447,41 @@ test("the README's Auditing example runs as written and prints what it shows", (
   const outputs = commands.map((c) => execFileSync('bash', ['-c', c], { cwd: dir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
   const normal = (text: string) => text.replace(/\b[0-9a-f]{12}\b/g, 'SHA').replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/g, 'TIME').replace(/ in \S*\.demo\/gitops,/, ' in …/.demo/gitops,');
   t.is(normal(outputs.at(-1)!), normal(shown));
+});
+
+/**
+ * On a merge-request host (GitLab here, through @gitbeaker/rest against the GitLab emulator checked
+ * against GitLab's published API description): the requests and their state come from the host's
+ * API, and a merged request's merge commit is where its revert reached the branch.
+ */
+test('log on GitLab: a merge request merged (its revert on the branch, changed since by a new release) and one open', async (t) => {
+  const host = HOSTS.find((h) => h.provider === 'gitlab')!;
+  const s = await forgeScenario(t, host);
+  const first = (await s.runOnce()).targets[0]!;
+  t.is(first.action, 'revert', first.reason);
+  // a person merges !1 on the host; the emulator is told, as GitLab would record it
+  const branch = `lastgood/${TARGET}/${s.bad.slice(0, 12)}`;
+  git(s.work, 'fetch', '-q', 'origin', branch);
+  execFileSync('git', ['merge', '--no-ff', '-q', '-m', `Merge branch '${branch}' into 'main'`, 'FETCH_HEAD'], { cwd: s.work, env: gitEnv(new Date().toISOString(), { name: 'Maintainer', email: 'maintainer@example.com' }) });
+  const merge = git(s.work, 'rev-parse', 'HEAD');
+  git(s.work, 'push', '-q', 'origin', 'HEAD:main');
+  const mr1 = s.emulator.model.requests[0]!;
+  Object.assign(mr1, { state: 'merged', mergeCommit: merge, mergedAt: s.emulator.model.now(), updated: s.emulator.model.now() });
+  // the next release fails too: a second merge request, left open
+  const bad2 = s.push({ [`${P}values.yaml`]: values('1.2.0') }, 'podinfo 1.2.0');
+  const second = (await s.runOnce(s.failed(bad2, merge))).targets[0]!;
+  t.is(second.action, 'revert', second.reason);
+
+  const repo = await s.backend();
+  const log = await readAuditLog({ repo, branch: 'main', targets: [{ name: TARGET, paths: [P] }], since: new Date('2026-01-01T00:00:00Z'), why: '--since 2026-01-01T00:00:00Z', now: new Date() });
+  AuditLogSchema.parse(JSON.parse(formatLogJson(log)));
+  const entries = log.targets[0]!.entries;
+  const revert = entries.find((e) => e.kind === 'revert') as RevertEntry;
+  t.like(revert, { commit: first.commit, landedAs: merge, via: 'request', request: { noun: 'merge request', number: 1, url: host.requestPage(1).replace(/^/, s.emulator.url) }, reverts: [s.bad], restores: s.good });
+  t.like(revert.holds, { state: 'released-since', commit: bad2, subject: 'podinfo 1.2.0' });
+  const requests = entries.filter((e): e is RequestEntry => e.kind === 'request').sort((a, b) => a.number! - b.number!);
+  t.like(requests[0], { noun: 'merge request', number: 1, state: 'merged', mergeCommit: merge, head: first.commit, branch, reverts: [s.bad] });
+  t.like(requests[1], { noun: 'merge request', number: 2, state: 'open', mergeCommit: null, head: second.commit, branch: `lastgood/${TARGET}/${bad2.slice(0, 12)}`, reverts: [bad2] });
+  t.is(entries.length, 3);
+  t.deepEqual(s.emulator.violations, []);
 });

@@ -1,6 +1,6 @@
 import { LastgoodError, RemoteError, redact } from '../errors.ts';
 import type { NotesStore } from '../history/notes.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, TreeItem } from '../repo/types.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery, TreeItem } from '../repo/types.ts';
 import { reviewBranch } from './branch.ts';
 import type { GitCredentials } from './git-remote/auth.ts';
 import type { RemoteRepo } from './git-remote/remote-repo.ts';
@@ -94,6 +94,12 @@ export interface ReviewHost {
   readonly requests: number;
   /** open requests into `target` whose source branch starts with `prefix` */
   listOpen(target: string, prefix: string): Promise<HostRequest[]>;
+  /**
+   * `lastgood log` (reads only): requests into `query.base` whose source branch starts with
+   * `query.branchPrefix`, in any state, newest update first, paged only as far back as
+   * `query.since` (open ones always). A host without it shows lastgood's review branches instead.
+   */
+  listRequests?(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
   /** opens a request; what the host's create call takes of `labels`, `reviewers`, `assignees` goes with it */
   create(req: OpenRequest, warn: (m: string) => void): Promise<HostRequest>;
   /** the create failed because the request exists already (another run), or its answer may have been lost */
@@ -174,6 +180,8 @@ export class ReviewRequestRepo implements RepoBackend {
     this.kind = opts.host.coordinates.provider;
     this.description = opts.git.description;
     this.onWarning = opts.onWarning;
+    const host = opts.host;
+    if (host.listRequests) this.reviewRequests = (query) => host.listRequests!(query);
   }
 
   // ---- RepoReader: the git mirror -------------------------------------------------------------
@@ -205,6 +213,12 @@ export class ReviewRequestRepo implements RepoBackend {
   notes(): NotesStore {
     return this.git.notes();
   }
+  /** RepoBackend.branches: the host's branches, through git (the review branches, for `lastgood log` where the host cannot list requests) */
+  branches(prefix: string): Promise<Map<string, string>> {
+    return this.git.branches(prefix);
+  }
+  /** RepoBackend.reviewRequests, where the host implements listRequests (set in the constructor: a backend without it has no such method) */
+  readonly reviewRequests?: (query: ReviewRequestQuery) => Promise<ReviewRequest[]>;
   commitUrl(sha: string): string {
     return this.host.commitUrl(sha);
   }

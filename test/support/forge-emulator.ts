@@ -75,6 +75,9 @@ export interface ModelRequest {
   autoMerge: boolean;
   /** the source branch's head when it was opened */
   sha: string;
+  /** a merged request: when, and the commit the merge made on the target branch (a test merges with git and says so here) */
+  mergedAt?: string;
+  mergeCommit?: string;
 }
 
 export interface ForgeRequest {

@@ -55,11 +55,11 @@ export async function startGitLabEmulator(opts: GitLabEmulatorOptions): Promise<
   const web = (model: ForgeModel) => `${model.base}/${project}`;
   const mrJson = (model: ForgeModel, p: ModelRequest) => ({
     id: p.id, iid: p.number, project_id: 42, title: p.title, description: p.body, state: p.state === 'open' ? 'opened' : p.state,
-    created_at: p.created, updated_at: p.updated, merged_by: null, merge_user: null, merged_at: null, closed_by: null, closed_at: p.state === 'closed' ? p.updated : null,
+    created_at: p.created, updated_at: p.updated, merged_by: null, merge_user: null, merged_at: p.mergedAt ?? null, closed_by: null, closed_at: p.state === 'closed' ? p.updated : null,
     target_branch: p.target, source_branch: p.source, user_notes_count: p.comments.length, upvotes: 0, downvotes: 0,
     author: userJson(model, p.author), assignees: p.assignees.map((u) => userJson(model, u)), assignee: p.assignees[0] ? userJson(model, p.assignees[0]) : null,
     reviewers: p.reviewers.map((u) => userJson(model, u)), source_project_id: 42, target_project_id: 42, labels: p.labels, draft: p.draft, work_in_progress: p.draft,
-    milestone: null, merge_when_pipeline_succeeds: p.autoMerge, merge_status: 'can_be_merged', detailed_merge_status: 'mergeable', sha: p.sha, merge_commit_sha: null, squash_commit_sha: null,
+    milestone: null, merge_when_pipeline_succeeds: p.autoMerge, merge_status: 'can_be_merged', detailed_merge_status: 'mergeable', sha: p.sha, merge_commit_sha: p.mergeCommit ?? null, squash_commit_sha: null,
     discussion_locked: null, should_remove_source_branch: null, force_remove_source_branch: true, prepared_at: p.created, reference: `!${p.number}`,
     references: { short: `!${p.number}`, relative: `!${p.number}`, full: `${project}!${p.number}` }, web_url: `${web(model)}/-/merge_requests/${p.number}`,
     time_stats: { time_estimate: 0, total_time_spent: 0, human_time_estimate: null, human_total_time_spent: null }, squash: false, squash_on_merge: false,
@@ -96,9 +96,14 @@ export async function startGitLabEmulator(opts: GitLabEmulatorOptions): Promise<
       switch (req.route) {
         case 'GET /api/v4/projects/{id}/merge_requests': {
           const state = req.query.get('state') ?? 'all';
+          const after = req.query.get('updated_after');
           const all = model.requests.filter((p) => (state === 'all' || (state === 'opened' ? p.state === 'open' : p.state === state))
             && (!req.query.get('target_branch') || p.target === req.query.get('target_branch'))
-            && (!req.query.get('source_branch') || p.source === req.query.get('source_branch'))).reverse();
+            && (!req.query.get('source_branch') || p.source === req.query.get('source_branch'))
+            && (!after || Date.parse(p.updated) >= Date.parse(after))).reverse();
+          // order_by created_at (default) or updated_at, sort desc (default) or asc
+          if (req.query.get('order_by') === 'updated_at') all.sort((a, b) => Date.parse(b.updated) - Date.parse(a.updated) || b.number - a.number);
+          if (req.query.get('sort') === 'asc') all.reverse();
           const perPage = Number(req.query.get('per_page') ?? 20);
           const page = Number(req.query.get('page') ?? 1);
           const slice = all.slice((page - 1) * perPage, page * perPage);

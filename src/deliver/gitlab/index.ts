@@ -3,6 +3,7 @@ import { createRequesterFn } from '@gitbeaker/requester-utils';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch, type HostFetch } from '../host-http.ts';
 import { hostFailure, type HostOpenOptions, type Decoration, type HostRequest, type OpenRequest, type ReviewHost } from '../review-request.ts';
+import type { ReviewRequest } from '../../repo/types.ts';
 
 /**
  * GitLab (gitlab.com and self-managed, API v4) through @gitbeaker/rest: merge requests, their
@@ -33,6 +34,15 @@ interface GitLabMergeRequest {
   labels: string[];
   reviewers?: GitLabUser[];
   assignees?: GitLabUser[];
+  /** opened | closed | locked | merged (doc/api/merge_requests.md) */
+  state?: string;
+  sha?: string | null;
+  created_at?: string;
+  updated_at?: string;
+  merged_at?: string | null;
+  closed_at?: string | null;
+  merge_commit_sha?: string | null;
+  squash_commit_sha?: string | null;
 }
 
 /** A GitLab answer that was not 2xx: its status and GitLab's own message. */
@@ -146,6 +156,31 @@ export function openGitLab(opts: HostOpenOptions): ReviewHost {
         );
       }
       if (credentials.kind !== 'token') throw new ConfigError('repo.auth: GitLab\'s API takes access tokens, not passwords: name a token (tokenEnv or tokenFile)', where);
+    },
+    /**
+     * `lastgood log`: the open merge requests, and those updated since the window's start (merged,
+     * closed or still open), newest update first. GitLab's `state` default is every state;
+     * `updated_after` bounds the pages (doc/api/merge_requests.md "List project merge requests").
+     */
+    async listRequests(query) {
+      const base = { projectId: project, targetBranch: query.base, orderBy: 'updated_at' as const, sort: 'desc' as const, perPage: 100 };
+      const open = (await call('listing open merge requests', () => mergeRequests.all({ ...base, state: 'opened' }))) as unknown as GitLabMergeRequest[];
+      const recent = (await call('listing merge requests', () => mergeRequests.all({ ...base, ...(query.since ? { updatedAfter: query.since.toISOString() } : {}) }))) as unknown as GitLabMergeRequest[];
+      const seen = new Set<number>();
+      const out: ReviewRequest[] = [];
+      for (const mr of [...open, ...recent]) {
+        if (seen.has(mr.iid) || !mr.source_branch.startsWith(query.branchPrefix)) continue;
+        seen.add(mr.iid);
+        const state = mr.state === 'merged' ? 'merged' : mr.state === 'opened' ? 'open' : 'closed';
+        // a fast-forward merge makes no commit of its own: the request's head is on the branch
+        const mergeCommit = mr.merge_commit_sha ?? mr.squash_commit_sha ?? (state === 'merged' ? mr.sha : undefined);
+        out.push({
+          noun: 'merge request', number: mr.iid, url: mr.web_url, branch: mr.source_branch, title: mr.title, state, createdAt: mr.created_at ?? '',
+          ...(mr.sha ? { head: mr.sha } : {}), ...(mr.updated_at ? { updatedAt: mr.updated_at } : {}),
+          ...(mr.merged_at ? { mergedAt: mr.merged_at } : {}), ...(mr.closed_at ? { closedAt: mr.closed_at } : {}), ...(mergeCommit ? { mergeCommit } : {}),
+        });
+      }
+      return out.sort((a, b) => ((b.updatedAt ?? b.createdAt) < (a.updatedAt ?? a.createdAt) ? -1 : 1));
     },
     async listOpen(target, prefix) {
       const all = (await call('listing open merge requests', () => mergeRequests.all({ projectId: project, state: 'opened', targetBranch: target, perPage: 100 }))) as unknown as GitLabMergeRequest[];
