@@ -31,7 +31,7 @@ async function parseNow(value: string | undefined): Promise<Date> {
 
 /** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
 async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date): Promise<Observed[]> {
-  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots, { now });
+  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
   const { selectTargets } = await engine();
@@ -189,7 +189,7 @@ program
     const { evidenceFor, verdictFor } = await import('./decide/verdict.ts');
     const [target] = selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
-    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
+    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
     const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
     const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });

@@ -277,6 +277,8 @@ function baseOutcome(verdict: Verdict, decision: Decision): TargetOutcome {
   if (verdict.class) o.class = verdict.class;
   const notes = [...new Set(verdict.evidence.flatMap((e) => e.notes ?? []))];
   if (notes.length) o.notes = notes;
+  // a time ahead of the clock is bad input for a door that reads it once (exit 2); the controller only holds the target
+  if (decision.heldBy === 'clock') o.error = { code: 2, message: decision.reason };
   return o;
 }
 
