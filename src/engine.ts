@@ -6,6 +6,7 @@ import { repoGuards } from './history/guards.ts';
 import { hookPayload, runHook } from './decide/hook.ts';
 import { notify } from './report/notify.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
+import { soaked, type HealthyRun } from './decide/soak.ts';
 import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
 import { changedFiles, firstParentLog } from './history/graph.ts';
 import { blastRadius } from './revert/blast-radius.ts';
@@ -495,16 +496,19 @@ export interface RecordOutcome {
   reason: string;
   /** what was recorded: the target seen healthy (a verified last-known-good) or seen failed there */
   state?: 'healthy' | 'failed';
+  /** healthy at a revision, but not for the whole soak yet: it may be recorded later */
+  soaking?: boolean;
 }
 
 /**
  * `check --record`, the Action's `record` and the controller: what each target was observed as, at
  * the revision it runs, recorded where the backend keeps verified records (NotesStore: git notes,
- * GitHub deployments). A healthy target is a verified last-known-good record; with `failures`, a
+ * GitHub deployments). A target healthy at its revision for the whole soak (decide/soak.ts: its
+ * objects' times, and what a watching door saw in `watched`) is a verified last-known-good record; with `failures`, a
  * failed target's failing revision is recorded as failed where the store keeps failures (GitHub: a
  * deployment status "failure"). A store that cannot record says why, and the run goes on unverified.
  */
-export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; failures?: boolean }): Promise<RecordOutcome[]> {
+export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; failures?: boolean; watched?: Map<string, HealthyRun> }): Promise<RecordOutcome[]> {
   const store = opts.repo.notes?.();
   const out: RecordOutcome[] = [];
   for (const { target, verdict } of check(opts)) {
@@ -514,6 +518,15 @@ export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; fa
     if (!store) {
       out.push({ target: target.name, recorded: false, reason: `the ${opts.repo.kind} backend keeps no notes`, state });
       continue;
+    }
+    if (state === 'healthy') {
+      // verified means stable: healthy at that revision for the whole soak, as far as anyone can tell (decide/soak.ts)
+      const watched = opts.watched?.get(target.name);
+      const soak = soaked({ verdict, soakMs: target.soakMs, now: opts.now.getTime(), ...(watched ? { watched } : {}) });
+      if (!soak.ok) {
+        out.push({ target: target.name, recorded: false, reason: `not recorded: ${soak.reason}`, state, ...(soak.revision ? { soaking: true } : {}) });
+        continue;
+      }
     }
     const sha = state === 'healthy'
       ? verdict.evidence.map((e) => e.attempted?.sha ?? e.lastSucceeded?.sha).find(Boolean)

@@ -174,7 +174,9 @@ for (const kind of ['local', 'http', 'github'] as BackendKind[]) {
 
     // Flux applies c4, healthy: c4 is recorded
     kube.setStatus({ apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' }, (kustomization({ attempted: `main@sha1:${repo.c4}`, applied: `main@sha1:${repo.c4}`, ready: 'True', since: iso(clock.now()) }) as { status: unknown }).status);
-    await until('c4 observed', () => second.seen.some((s) => s.at === clock.now() && s.verdict === 'healthy' && s.changedAt !== undefined));
+    const c4At = clock.now();
+    await until('c4 observed, to be looked at again when it will have soaked', () => second.seen.some((s) => s.verdict === 'healthy' && s.nextAt === c4At + SOAK_MS));
+    t.is((await notes()).length, 1, 'not recorded before the soak');
     // c4 is healthy since now: recorded once it has stayed healthy for the soak, with no further event
     clock.advance(SOAK_MS);
     await until('the record of c4', async () => (await notes()).length === 2);

@@ -106,6 +106,7 @@ const TargetSettings = {
   settle: z.boolean().describe('hold a revert while another promotion or sync of the target is in flight'),
   maxAge: DurationOrOff.describe('ignore failures older than this ("off": never)'),
   cooldown: DurationOrOff.describe('no second revert of the same target within this long after the last one ("off": none)'),
+  soak: Duration.describe('a revision is recorded as a verified last-known-good only after the target has stayed healthy at it for this long (as Kargo\'s requiredSoakTime)'),
   freezeUntil: z.iso
     .datetime({ offset: true, message: 'expected an ISO 8601 time with a zone, like 2026-11-01T12:00:00Z' })
     .refine((t) => parseTime(t) !== undefined, { message: 'not a valid time (no such day or hour)' })
@@ -159,6 +160,7 @@ export const Target = z
     settle: TargetSettings.settle.optional(),
     maxAge: TargetSettings.maxAge.optional(),
     cooldown: TargetSettings.cooldown.optional(),
+    soak: TargetSettings.soak.optional(),
     freezeUntil: TargetSettings.freezeUntil.optional(),
     blastRadius: BlastRadius.optional(),
     allowRevertDuring: RevertHazards.optional(),
@@ -264,6 +266,7 @@ export const ConfigSchema = z
         settle: TargetSettings.settle.default(true),
         maxAge: TargetSettings.maxAge.default('20m'),
         cooldown: TargetSettings.cooldown.default('30m'),
+        soak: TargetSettings.soak.default('5m'),
         freezeUntil: TargetSettings.freezeUntil.optional(),
       })
       .strict()
@@ -277,6 +280,7 @@ export const ConfigSchema = z
         settle: true,
         maxAge: '20m',
         cooldown: '30m',
+        soak: '5m',
       }),
     pullRequest: z
       .object({
@@ -345,6 +349,8 @@ export interface ResolvedTarget {
   maxAgeMs: number | undefined;
   /** no second revert within this long after the last one; 0: off */
   cooldownMs: number;
+  /** how long the target must stay healthy at a revision before it is recorded as a verified last-known-good */
+  soakMs: number;
   /** no reverts or hooks before this ISO time */
   freezeUntil: string | undefined;
   blastRadius: { allowEmpty: boolean; allowUntouchedFiles: boolean };
@@ -367,6 +373,7 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     settle: target.settle ?? d.settle,
     maxAgeMs: offOrMs(target.maxAge ?? d.maxAge),
     cooldownMs: offOrMs(target.cooldown ?? d.cooldown) ?? 0,
+    soakMs: parseDuration(target.soak ?? d.soak)!,
     freezeUntil: target.freezeUntil ?? d.freezeUntil,
     blastRadius: { allowEmpty: target.blastRadius?.allowEmpty ?? false, allowUntouchedFiles: target.blastRadius?.allowUntouchedFiles ?? false },
     allowRevertDuring: target.allowRevertDuring ?? [],

@@ -234,7 +234,7 @@ export function createController(opts: ControllerOptions): Controller {
     slot.verdict = verdict;
     slot.observed = observed;
     const guards = slot.guards && slot.guards.until > now ? slot.guards : undefined;
-    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...(guards ? { guards: guards.guards } : {}) });
+    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...recording(slot, verdict), ...(guards ? { guards: guards.guards } : {}) });
     slot.evaluation = evaluation;
     if (before !== verdict.verdict) metrics.verdictChanged(before, verdict.verdict);
     metrics.decision(evaluation.decision.action);
@@ -259,10 +259,17 @@ export function createController(opts: ControllerOptions): Controller {
     const e = slot.evaluation;
     if (!e || !leading || stopping || slot.busy) return;
     if (e.act) work(slot, () => act(slot));
-    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes) {
+    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes && e.soak?.ok) {
       const sha = revisionOf(e.verdict);
       if (sha && !isRecorded(slot, sha)) work(slot, () => record(slot, now));
     }
+  }
+
+  /** A healthy revision not recorded yet: the tracker says when it will have soaked (and the controller looks again then). */
+  function recording(slot: Slot, verdict: Verdict): { soakMs?: number } {
+    if (!settings.record || !repo.notes || verdict.verdict !== 'healthy') return {};
+    const sha = revisionOf(verdict);
+    return sha && !isRecorded(slot, sha) ? { soakMs: slot.target.soakMs } : {};
   }
 
   /**
@@ -413,11 +420,15 @@ export function createController(opts: ControllerOptions): Controller {
       await recordedLoad;
       const sha = revisionOf(slot.verdict!);
       if (!sha || isRecorded(slot, sha) || slot.verdict?.verdict !== 'healthy') return;
-      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo })) {
+      const watched = slot.track.healthy ? new Map([[slot.target.name, slot.track.healthy]]) : undefined;
+      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo, ...(watched ? { watched } : {}) })) {
         if (r.recorded && r.commit) {
           slot.recorded.add(r.commit);
           metrics.recorded();
           slot.log.info({ revision: r.commit }, 'recorded verified last-known-good');
+        } else if (r.soaking) {
+          // healthy, not for the whole soak yet: the tracker looks again when it will have soaked
+          slot.log.debug({ revision: sha, reason: r.reason }, 'not recorded yet');
         } else {
           // not a commit of this repository (or no revision told): remember it, do not ask again
           slot.recorded.add(sha);
