@@ -5,6 +5,7 @@ import type { Decision, Evidence, HookPlan, RepoGuards, Verdict } from './decide
 import { repoGuards } from './history/guards.ts';
 import { hookPayload, runHook } from './decide/hook.ts';
 import { notify } from './report/notify.ts';
+import { claimEffect } from './report/once.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
 import { soaked, type HealthyRun } from './decide/soak.ts';
 import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
@@ -248,10 +249,13 @@ async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunO
   return revert;
 }
 
-/** Notifications at the end of a run (never with --dry-run); failures are logged and change nothing. */
-async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun'>): Promise<void> {
+/**
+ * Notifications at the end of a run (never with --dry-run); failures are logged and change nothing.
+ * A revert is announced once, whichever run finds it made (report/once.ts).
+ */
+async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo'>): Promise<void> {
   if (opts.dryRun) return;
-  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now });
+  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log) });
 }
 
 export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target'> {

@@ -167,6 +167,8 @@ test('two replicas in one cluster: one leader, one revert; the standby takes ove
   t.false(second.created);
   t.regex(second.reason, /already reverted by/);
   t.is(commitsSince(repo.bare, repo.c4).length, 1, 'still one revert');
+  await standby.controller.idle();
+  t.is(kube.events().length, 1, 'one Event for the revert, whichever leader wrote it');
 });
 
 for (const kind of ['local', 'http', 'github'] as BackendKind[]) {

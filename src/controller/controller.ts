@@ -35,6 +35,7 @@ import { LastgoodError, RemoteError } from '../errors.ts';
 import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
 import { groupKind, type Observed } from '../observe/types.ts';
 import type { RepoBackend } from '../repo/types.ts';
+import { isOwnRevert } from '../report/once.ts';
 import { eventRecorder, type EventRecorder } from './events.ts';
 import { serveEndpoints } from './http.ts';
 import { leaderElector, type LeaderElector } from './leader.ts';
@@ -387,8 +388,9 @@ export function createController(opts: ControllerOptions): Controller {
     }
     tlog.info({ action: outcome.action, commit: outcome.commit, pullRequest: outcome.pullRequest, created: outcome.created, reason: outcome.reason }, outcome.action === 'revert' ? 'revert done' : 'acted');
     opts.onActed?.(slot.target.name, outcome);
+    // the Event, once per revert whoever made it (a leader killed after its push left it to this one): events.ts eventName
     const failing = failingObject(slot, e.verdict);
-    if (events && failing && ((outcome.action === 'revert' && outcome.created) || outcome.action === 'alert')) await events.record(failing.object, outcome);
+    if (events && failing && (outcome.action === 'alert' || (await isOwnRevert(repo, outcome).catch(() => false)))) await events.record(failing.object, outcome);
   }
 
   function failed(slot: Slot, key: string, error: unknown, tlog: Logger): void {

@@ -378,25 +378,38 @@ export class RemoteRepo implements RepoBackend {
         return local().list(target);
       },
       record: async (commit, rec) => {
-        for (let attempt = 0; ; attempt++) {
-          const remote = await this.syncNotes();
-          // the notes commit is made on top of the remote's notes under the mirror's lock, then pushed without it
-          const mine = await this.mirror.locked(async () => {
-            this.mirror.writeRef(NOTES_REF, remote);
-            await local().record(commit, rec);
-            const made = this.mirror.readRef(NOTES_REF);
-            this.mirror.writeRef(NOTES_REF, remote);
-            return made;
-          });
-          if (!mine || mine === remote) return; // the record was there already
-          const outcome = await this.pushRef(NOTES_REF, remote ?? ZERO_OID, mine, await this.newObjects(mine, remote));
-          if (outcome.ok) return;
-          // someone else wrote notes meanwhile: our line goes on top of theirs, nothing is dropped
-          if (attempt + 1 >= PUSH_RACE_ATTEMPTS * 2) throw new RemoteError('git', `${NOTES_REF} on ${this.description} kept moving: the record for ${commit.slice(0, 12)} was not written`);
-          await jitter(attempt);
-        }
+        await this.writeNote(commit, async (store) => {
+          await store.record(commit, rec);
+        });
       },
+      // a claim is the server's compare-and-swap of the notes ref: of two writers, one pushes the line, the other finds it
+      claim: (bad, receipt) => this.writeNote(bad, (store) => store.claim!(bad, receipt)),
     };
+  }
+
+  /**
+   * Changes the remote's notes: `edit` runs on a local notes ref set to the remote's (under the
+   * mirror's lock), and what it made is pushed as a compare-and-swap of the remote ref. A lost race
+   * does it again on top of the other writer's notes, so nothing is dropped. False when `edit`
+   * found nothing to add (the line was there already).
+   */
+  private async writeNote(commit: string, edit: (store: NotesStore) => Promise<boolean | void>): Promise<boolean> {
+    const local = () => openLocalNotes({ fs, gitdir: this.mirror.gitdir });
+    for (let attempt = 0; ; attempt++) {
+      const remote = await this.syncNotes();
+      const mine = await this.mirror.locked(async () => {
+        this.mirror.writeRef(NOTES_REF, remote);
+        await edit(local());
+        const made = this.mirror.readRef(NOTES_REF);
+        this.mirror.writeRef(NOTES_REF, remote);
+        return made;
+      });
+      if (!mine || mine === remote) return false; // there already
+      const outcome = await this.pushRef(NOTES_REF, remote ?? ZERO_OID, mine, await this.newObjects(mine, remote));
+      if (outcome.ok) return true;
+      if (attempt + 1 >= PUSH_RACE_ATTEMPTS * 2) throw new RemoteError('git', `${NOTES_REF} on ${this.description} kept moving: the note on ${commit.slice(0, 12)} was not written`);
+      await jitter(attempt);
+    }
   }
 
   /** The remote's notes ref, fetched into the mirror (tip, its tree and blobs); undefined when absent. */
