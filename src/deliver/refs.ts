@@ -44,6 +44,7 @@ export type WritePoint =
   | 'ref-written'
   | 'ref-renamed'
   | 'worktree-write'
+  | 'worktree-temp'
   | 'index-written'
   | 'index-renamed'
   | 'notes-busy'
