@@ -212,7 +212,12 @@ export const Controller = z
     namespace: z.string().min(1).optional().describe('namespace of the leader-election Lease (default: the pod\'s own, from POD_NAMESPACE, else "lastgood")'),
     leaseName: z.string().min(1).default('lastgood-controller').describe('name of the coordination.k8s.io Lease the replicas elect a leader with'),
     leaderElection: z.boolean().default(true).describe('elect one acting replica through the Lease (off: this process always acts; the repository still prevents a second revert)'),
-    listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080').default(':8080').describe('address of /healthz, /readyz and /metrics'),
+    listen: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080')
+      .refine((l) => Number(/:(\d+)$/.exec(l)?.[1] ?? 0) <= 65535, { message: 'the port must be at most 65535 (0: any free port)' })
+      .default(':8080')
+      .describe('address of /healthz, /readyz and /metrics'),
     interval: Duration.default('10s').describe('how soon a failed target that waits for confirmations is assessed again with no change (each assessment counts)'),
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),

@@ -8,10 +8,9 @@
  * records anything of it, and say so on stderr ("test hook: hanging after delivery"), so that a
  * test can SIGKILL it at exactly that moment and restart it.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import { RemoteError } from '../errors.ts';
+import { loadKubeConfig } from '../observe/kube.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { createController } from './controller.ts';
 
@@ -24,13 +23,8 @@ export interface RunControllerOptions {
 
 /** Runs until a stop signal; resolves with the exit code. */
 export async function runController(opts: RunControllerOptions): Promise<0> {
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromDefault();
-  } catch (error) {
-    throw new RemoteError('kubernetes', `cannot load a kubeconfig (in-cluster service account or KUBECONFIG): ${(error as Error).message}`, { cause: error });
-  }
-  if (!kc.getCurrentCluster()) throw new RemoteError('kubernetes', 'no cluster: run in a pod with a service account, or set KUBECONFIG');
+  // no kubeconfig at all stops the controller at start, said as such (exit 2): there is nothing to retry
+  const kc = loadKubeConfig();
   const hang = process.env.LASTGOOD_TEST_HANG_AFTER_DELIVER === '1';
   const controller = createController({
     config: opts.config, kc, repo: opts.repo, log: opts.log,

@@ -267,6 +267,8 @@ export interface PushResult {
   refs: Map<string, { ok: true } | { ok: false; reason: string }>;
   /** the server's unpack status ("ok" or why the pack was refused) */
   unpack: string;
+  /** what the server said on side band 2 (git shows it as "remote: …"): a hook's own words, why it declined */
+  remote: string[];
 }
 
 /** One receive-pack request: the commands and a pack of exactly the objects the server lacks. */
@@ -277,14 +279,17 @@ export async function pushPack(http: SmartHttp, advert: ReceivePackAdvert, updat
   const commands = updates.map((u, i) => pktLine(`${u.old} ${u.new} ${u.ref}${i === 0 ? `\0${[...wanted, AGENT].join(' ')}` : ''}\n`));
   const body = await http.post('git-receive-pack', Buffer.concat([...commands, FLUSH, pack]), { retry: false });
   let report = body;
+  let progress = '';
   if (advert.caps.has('side-band-64k')) {
     try {
-      report = readSideBand(new PacketReader(body)).data;
+      ({ data: report, progress } = readSideBand(new PacketReader(body)));
     } catch (error) {
       throw new RemoteError('git', `pushing to ${http.description}: ${(error as Error).message}`, { cause: error });
     }
   }
-  const result: PushResult = { refs: new Map(), unpack: '' };
+  // lines as git prints them after "remote: " (progress lines end in \r and are overwritten: the last one stands)
+  const remote = progress.split('\n').map((l) => l.split('\r').filter(Boolean).pop() ?? '').map((l) => l.trimEnd()).filter(Boolean);
+  const result: PushResult = { refs: new Map(), unpack: '', remote };
   const reader = new PacketReader(report);
   for (let p = reader.next(); p && p.kind === 'data'; p = reader.next()) {
     const line = packetText(p)!;

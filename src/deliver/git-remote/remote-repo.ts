@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
-import { InputError, RemoteError, StaleHeadError, registerSecret } from '../../errors.ts';
+import { diskError, InputError, RemoteError, StaleHeadError, registerSecret } from '../../errors.ts';
+import { scrubText } from '../../scrub.ts';
 import { NOTES_REF, type NotesStore } from '../../history/notes.ts';
 import { openLocalNotes } from '../local-notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
@@ -13,8 +14,8 @@ import type { GitCredentials } from './auth.ts';
 import { commitPageUrl, newPullRequestUrl } from './hosts.ts';
 import { SmartHttp } from './http.ts';
 import { Mirror } from './mirror.ts';
-import type { ObjectType } from './pack-index.ts';
-import { discoverReceivePack, discoverUploadPack, lsRefs, pushPack, ZERO_OID, type ReceivePackAdvert, type UploadPack } from './protocol.ts';
+import { PackError, type IndexedPack, type ObjectType } from './pack-index.ts';
+import { discoverReceivePack, discoverUploadPack, lsRefs, pushPack, ZERO_OID, type FetchResponse, type ReceivePackAdvert, type UploadPack } from './protocol.ts';
 import type { CommitSigner } from './signing.ts';
 
 /**
@@ -112,7 +113,7 @@ export class RemoteRepo implements RepoBackend {
     this.temporary = !opts.cacheDir;
     const gitdir = opts.cacheDir ? path.join(path.resolve(opts.cacheDir), mirrorName(opts.url)) : fs.mkdtempSync(path.join(os.tmpdir(), 'lastgood-mirror-'));
     if (this.temporary) removeAtExit(gitdir);
-    this.mirror = Mirror.open(gitdir, opts.url);
+    this.mirror = Mirror.open(gitdir, opts.url, opts.cacheDir ? `repo.cacheDir ${path.resolve(opts.cacheDir)}` : 'the temporary folder of this run\'s mirror');
     this.local = new LocalRepo(gitdir);
     this.deepenStep = opts.depth ?? 50;
     this.depthReached = opts.depth ?? 50;
@@ -150,15 +151,26 @@ export class RemoteRepo implements RepoBackend {
   /** Fetches, stores the pack and records the new shallow boundary. */
   private async fetchInto(req: { wants: string[]; haves?: string[]; deepen?: number; filter?: string | undefined }): Promise<void> {
     const shallows = [...this.mirror.readShallow()];
-    const res = await (await this.capabilities()).fetch({
-      wants: req.wants,
-      haves: (req.haves ?? []).filter((h) => this.mirror.has(h)),
-      shallows,
-      ...(req.deepen !== undefined ? { deepen: req.deepen } : {}),
-      ...(req.filter ? { filter: req.filter } : {}),
-    });
-    this.stats.fetches++;
-    const stored = await this.mirror.storePack(res.pack, async (oid) => this.rawObject(oid));
+    let res: FetchResponse;
+    let stored: IndexedPack | undefined;
+    for (let attempt = 1; ; attempt++) {
+      res = await (await this.capabilities()).fetch({
+        wants: req.wants,
+        haves: (req.haves ?? []).filter((h) => this.mirror.has(h)),
+        shallows,
+        ...(req.deepen !== undefined ? { deepen: req.deepen } : {}),
+        ...(req.filter ? { filter: req.filter } : {}),
+      });
+      this.stats.fetches++;
+      try {
+        stored = await this.mirror.storePack(res.pack, async (oid) => this.rawObject(oid));
+        break;
+      } catch (error) {
+        if (!(error instanceof PackError)) throw error;
+        // a pack damaged on the wire (a checksum that does not match): transient, fetched again once
+        if (attempt >= 2) throw new RemoteError('git', `the pack ${this.description} sent was damaged twice (${error.message}): a proxy or the network corrupts the answers; nothing was written`, { cause: error });
+      }
+    }
     this.stats.objects += stored?.count ?? 0;
     if (res.shallow.length || res.unshallow.length) {
       await this.mirror.locked(async () => {
@@ -485,10 +497,14 @@ export class RemoteRepo implements RepoBackend {
     // objects are written under the lock: isomorphic-git writes a loose object in place, and
     // another process sharing the mirror must not read one half-written
     return this.mirror.locked(async () => {
-      const unsigned = await this.local.writeChangeCommit(change);
-      if (!this.opts.signer) return unsigned;
-      const c = await this.local.readCommit(unsigned);
-      return this.opts.signer.sign({ gitdir: this.mirror.gitdir, tree: c.tree, parents: c.parents, message: c.message, author: c.author, committer: c.committer });
+      try {
+        const unsigned = await this.local.writeChangeCommit(change);
+        if (!this.opts.signer) return unsigned;
+        const c = await this.local.readCommit(unsigned);
+        return await this.opts.signer.sign({ gitdir: this.mirror.gitdir, tree: c.tree, parents: c.parents, message: c.message, author: c.author, committer: c.committer });
+      } catch (error) {
+        throw diskError(error, path.dirname(this.mirror.gitdir), this.mirror.where) ?? error;
+      }
     });
   }
 
@@ -552,13 +568,15 @@ export class RemoteRepo implements RepoBackend {
         await jitter(attempt);
         continue;
       }
-      if (result.unpack !== 'ok') throw new RemoteError('git', `${this.description} could not store the pushed objects: ${result.unpack}`);
+      // a hook's own words (a DCO check, a protected-branch rule on GitLab or Gitea), as git shows them, scrubbed
+      const said = result.remote.length ? `\n${result.remote.slice(-20).map((l) => `remote: ${scrubText(l, { maxBytes: 500 })}`).join('\n')}` : '';
+      if (result.unpack !== 'ok') throw new RemoteError('git', `${this.description} could not store the pushed objects: ${result.unpack}${said}`);
       const status = result.refs.get(ref);
       if (status?.ok) return this.landed(ref, value, true);
       const after = (await discoverReceivePack(this.http)).refs.get(ref) ?? ZERO_OID;
       if (after === value) return this.landed(ref, value, false);
       if (after !== old) return { ok: false, now: after };
-      throw new RemoteError('git', `${this.description} refused the update of ${ref}: ${status?.reason ?? 'no status reported'} (a protected branch or a server hook?)`);
+      throw new RemoteError('git', `${this.description} refused the update of ${ref}: ${status?.reason ?? 'no status reported'}${said || ' (a protected branch or a server hook?)'}`);
     }
   }
 }
