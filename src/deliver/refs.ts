@@ -81,7 +81,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const code = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 
-/** The default wait for another writer's lock: a running git finishes well within it; a crashed one never does. */
+/**
+ * The default wait for another writer's lock: a running git finishes well within it; a crashed one
+ * never does. The wait starts again whenever the lock file changes (writers taking turns on a
+ * loaded machine), up to a minute in all (LockFile.acquire).
+ */
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 
 /** Another process holds a lock file past the wait: exit 3, with the way out. */
@@ -135,7 +139,12 @@ export class LockFile {
 
   static async acquire(target: string, opts: LockOptions = {}): Promise<LockFile> {
     const lockPath = `${target}.lock`;
-    let deadline = Date.now() + (opts.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+    const wait = opts.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    let deadline = Date.now() + wait;
+    // writers taking turns (each lock a new file, or one being written) are progress, waited for up
+    // to this long in all; one lock file that stays as it is for `wait` is a holder that is stuck or gone
+    const cap = Date.now() + Math.max(12 * wait, 60_000);
+    let seen: string | undefined;
     const createdDirs: string[] = [];
     const label = opts.label ?? 'ref';
     // lockfile.c: the n-th wait is about n² ms (±25%), at most 1 s
@@ -163,6 +172,9 @@ export class LockFile {
         const pausedAt = Date.now();
         await step(`${label}-busy` as WritePoint, opts.step);
         deadline += Date.now() - pausedAt;
+        const now = await fs.promises.stat(lockPath).then((st) => `${st.ino}:${st.mtimeMs}:${st.size}`, () => 'gone');
+        if (seen !== undefined && now !== seen) deadline = Math.max(deadline, Math.min(cap, Date.now() + wait));
+        seen = now;
         if (Date.now() >= deadline) {
           await removeEmptyDirs(createdDirs);
           throw new LockHeldError(lockPath, error);
