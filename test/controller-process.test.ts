@@ -47,7 +47,7 @@ function controller(configFile: string, kube: KubeEmulator, env: Record<string, 
 }
 
 async function readyz(p: Proc): Promise<{ status: number; body: Record<string, unknown> }> {
-  const serving = await until('the endpoints', () => p.lines.find((l) => l.msg === 'serving /healthz, /readyz, /metrics'), 15_000);
+  const serving = await until('the endpoints', () => p.lines.find((l) => l.msg === 'serving /healthz, /readyz, /metrics'));
   const port = (serving.address as { port: number }).port;
   const res = await fetch(`http://127.0.0.1:${port}/readyz`);
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -73,9 +73,9 @@ test('killed right after pushing, then restarted: no second revert (the reposito
 
   const first = controller(configFile, kube, { LASTGOOD_TEST_HANG_AFTER_DELIVER: '1', ...notify });
   t.teardown(() => void first.child.kill('SIGKILL'));
-  await until('ready', async () => (await readyz(first)).status === 200, 15_000);
+  await until('ready', async () => (await readyz(first)).status === 200);
   failCanary(kube);
-  await until('the push', () => /test hook: hanging after delivery/.test(first.raw()), 15_000);
+  await until('the push', () => /test hook: hanging after delivery/.test(first.raw()));
   first.child.kill('SIGKILL');
   t.is((await first.exited).signal, 'SIGKILL');
   const pushed = commitsSince(repo.bare, repo.c4);
@@ -83,16 +83,16 @@ test('killed right after pushing, then restarted: no second revert (the reposito
   t.false(first.lines.some((l) => l.msg === 'revert done'), 'killed before the controller recorded anything of it');
   t.deepEqual(kube.events(), [], 'no Event yet');
   // the engine announced the revert as it delivered it; the Event was to come after
-  await until('the notification', () => received.length > 0, 15_000);
+  await until('the notification', () => received.length > 0);
 
   const second = controller(configFile, kube, notify);
   t.teardown(() => void second.child.kill('SIGKILL'));
-  const done = await until('the restarted controller acts', () => second.lines.find((l) => l.msg === 'revert done'), 15_000);
+  const done = await until('the restarted controller acts', () => second.lines.find((l) => l.msg === 'revert done'));
   t.like(done, { target: 'podinfo-prod', revision: repo.c3, action: 'revert', created: false, commit: pushed[0]!.sha });
   t.regex(String(done.reason), /already reverted by/);
   t.is(commitsSince(repo.bare, repo.c4).length, 1, 'still one revert');
   // what the killed one never did, the next one does, once; what it did is not done again
-  await until('the Event', () => kube.events().length > 0, 15_000);
+  await until('the Event', () => kube.events().length > 0);
   t.like(kube.events()[0], { reason: 'RevertCommitted', type: 'Normal' });
   t.regex(git(repo.bare, 'notes', '--ref=lastgood', 'show', repo.c3), /^lastgood done target=podinfo-prod effect=notified revert=/);
   second.child.kill('SIGTERM');
@@ -110,11 +110,11 @@ test('SIGTERM with a revert in flight: it finishes, the lease is released, exit 
   const configFile = writeFile(tempDir('lastgood-proc-'), 'lastgood.yaml', configText({ url: repo.bare, target: `    onFailure: { analysis: ${hook} }\n` }));
   const p = controller(configFile, kube);
   t.teardown(() => void p.child.kill('SIGKILL'));
-  await until('ready', async () => (await readyz(p)).status === 200, 15_000);
+  await until('ready', async () => (await readyz(p)).status === 200);
   const ready = await readyz(p);
   t.like(ready.body, { ready: true, synced: true, leader: true });
   failCanary(kube);
-  await until('the decision to revert', () => p.lines.some((l) => l.msg === 'decided' && l.action === 'revert'), 10_000);
+  await until('the decision to revert', () => p.lines.some((l) => l.msg === 'decided' && l.action === 'revert'));
   p.child.kill('SIGTERM');
   const { code } = await p.exited;
   t.is(code, 0, p.raw());
