@@ -7,6 +7,7 @@
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { ensureCli } from '../scripts/build-cli.ts';
 
 export interface BenchModule {
   prefix: string;
@@ -17,6 +18,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const onlyAt = args.indexOf('--only');
 const only = onlyAt >= 0 ? args[onlyAt + 1] ?? '' : '';
+
+// benches spawn the CLI users run (bin/lastgood.js → dist/cli/): built first when a source is newer
+await ensureCli();
 
 const files = (await readdir(here)).filter((f) => f.endsWith('.bench.ts')).sort();
 for (const file of files) {

@@ -62,3 +62,13 @@ export async function buildDemoRepo(dir: string): Promise<string[]> {
   }
   return shas;
 }
+
+// `node demo/build-repo.ts [DIR]`: the repository alone (default .demo/gitops), as the README's worked example builds it
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const dir = path.resolve(process.argv[2] ?? '.demo/gitops');
+  const shas = await buildDemoRepo(dir);
+  for (const sha of [...shas].reverse()) {
+    const { commit } = await git.readCommit({ fs, dir, oid: sha });
+    process.stdout.write(`${sha.slice(0, 12)}  ${commit.message.split('\n')[0]}\n`);
+  }
+}

@@ -24,7 +24,8 @@ import { resolveTarget, type Config, type ResolvedTarget } from './config/schema
 import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
-import { check, commitLinks, exitCodeFor, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { analysisSessions, check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import type { AnalysisResult, Lookup } from './analysis/index.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
 import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
@@ -51,6 +52,10 @@ interface Inputs {
   waitMs?: number;
   intervalMs: number;
   eventFile?: string;
+  /** a person's revert (workflow_dispatch): the bad commit, what to go back to, why */
+  bad?: string;
+  to?: string;
+  reason?: string;
 }
 
 const DEFAULT_INTERVAL_MS = 5000;
@@ -91,6 +96,14 @@ async function readInputs(): Promise<Inputs> {
     core.setSecret(token);
     registerSecret(token);
   }
+  const bad = optional('bad');
+  const to = optional('to');
+  const reason = optional('reason');
+  const sha = /^[0-9a-f]{4,40}$/i;
+  if (bad !== undefined && !sha.test(bad)) throw new InputError(`input bad: "${bad}" is not a commit SHA`);
+  if (to !== undefined && !sha.test(to)) throw new InputError(`input to: "${to}" is not a commit SHA`);
+  if (bad === undefined && (to !== undefined || reason !== undefined)) throw new InputError(`input ${to !== undefined ? 'to' : 'reason'} is for a revert by hand: give the bad commit (input bad) too`);
+  if (bad !== undefined && !optional('target')) throw new InputError('input bad: a revert by hand names its target (input target)');
   const kubeconfig = optional('kubeconfig');
   const eventInput = optional('event');
   // The workflow's own payload is a lastgood event only when the workflow ran on a repository_dispatch.
@@ -108,6 +121,9 @@ async function readInputs(): Promise<Inputs> {
     ...(waitMs !== undefined ? { waitMs } : {}),
     intervalMs,
     ...(eventFile ? { eventFile } : {}),
+    ...(bad ? { bad } : {}),
+    ...(to ? { to } : {}),
+    ...(reason ? { reason } : {}),
   };
 }
 
@@ -127,12 +143,13 @@ async function kubeconfigFile(value: string, inWorkspace: (p: string) => string)
   return file;
 }
 
-/** Where the targets' objects come from, besides the event: snapshot files, the cluster, or nowhere. */
-type ObjectSource = { kind: 'snapshot' | 'cluster' | 'none'; read(resources: ResourceRef[]): Promise<Observed[]> };
+/** Where the targets' objects come from, besides the event: snapshot files, the cluster, or nowhere; `lookup` reads one more object by name (the cluster only). */
+type ObjectSource = { kind: 'snapshot' | 'cluster' | 'none'; read(resources: ResourceRef[]): Promise<Observed[]>; lookup?: Lookup };
 
 function objectSource(inputs: Inputs): ObjectSource {
   if (inputs.snapshots.length > 0) return { kind: 'snapshot', read: () => readSnapshots(inputs.snapshots) };
   const cluster = inputs.kubeconfig || process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST;
+  let reader: Lookup | undefined;
   if (cluster) {
     return {
       kind: 'cluster',
@@ -140,6 +157,10 @@ function objectSource(inputs: Inputs): ObjectSource {
         // loaded on demand: the Kubernetes client is heavy and event-only runs never need it
         const { readFromCluster } = await import('./observe/kube.ts');
         return readFromCluster(resources, inputs.kubeconfig);
+      },
+      lookup: async (ref) => {
+        reader ??= (await import('./observe/kube.ts')).clusterReader(inputs.kubeconfig);
+        return reader(ref);
       },
     };
   }
@@ -179,6 +200,8 @@ interface RunContext {
   eventObserved: Observed[];
   log: Logger;
   commitUrl?: (sha: string) => string;
+  /** metric checks (README "Metric checks"): each measurement taken once, when due, over the whole run */
+  analyse(observed: Observed[], now: Date): Promise<Map<string, AnalysisResult>>;
 }
 
 async function observe(ctx: RunContext): Promise<Observed[]> {
@@ -190,10 +213,11 @@ async function observe(ctx: RunContext): Promise<Observed[]> {
 async function runOnce(ctx: RunContext, observations?: Map<string, number>, observed?: Observed[]): Promise<Report> {
   const seen = observed ?? (await observe(ctx));
   const now = new Date();
+  const analysis = await ctx.analyse(seen, now);
   const targets: TargetOutcome[] = [];
   for (const t of ctx.targets) {
     const report = await run({
-      config: ctx.config, observed: seen, now, target: t.name, repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+      config: ctx.config, observed: seen, now, target: t.name, repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log, analysis,
       ...(observations ? { observations } : {}), ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
     });
     targets.push(...report.targets);
@@ -211,6 +235,7 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
   const started = Date.now();
   const tracks = new Map<string, Track>();
   let observed: Observed[] = [];
+  let analysis = new Map<string, AnalysisResult>();
   let last: Array<{ target: ResolvedTarget; verdict: Verdict }> = [];
   let lastLine = '';
   let lastPrinted = 0;
@@ -218,7 +243,8 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
   for (;;) {
     observed = await observe(ctx);
     const now = Date.now();
-    last = check({ config: ctx.config, observed, now: new Date(now) }).filter((c) => ctx.targets.some((t) => t.name === c.target.name));
+    analysis = await ctx.analyse(observed, new Date(now));
+    last = check({ config: ctx.config, observed, now: new Date(now), analysis }).filter((c) => ctx.targets.some((t) => t.name === c.target.name));
     const pending: Array<{ target: ResolvedTarget; verdict: Verdict }> = [];
     for (const { target, verdict } of last) {
       const track = observeTarget(tracks.get(target.name) ?? NEW_TRACK, verdict, now);
@@ -247,7 +273,7 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
     const evaluation = evaluate(track, { verdict, target, now, intervalMs: ctx.inputs.intervalMs, ...(timedOut ? { deadline: waited } : {}) });
     targets.push(await runTracked({
       config: ctx.config, observed, now: new Date(now), target, evaluation, observations: track.failedInARow,
-      repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+      repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log, analysis,
       ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
     }));
   }
@@ -261,8 +287,10 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
  */
 async function recordObserved(ctx: RunContext, report: Report): Promise<void> {
   const observed = await observe(ctx);
+  const now = new Date();
+  const analysis = await ctx.analyse(observed, now);
   for (const target of ctx.targets) {
-    for (const r of await recordHealthy({ config: ctx.config, observed, now: new Date(), target: target.name, repo: ctx.repo, failures: true })) {
+    for (const r of await recordHealthy({ config: ctx.config, observed, now, target: target.name, repo: ctx.repo, failures: true, analysis })) {
       const outcome = report.targets.find((t) => t.name === r.target);
       if (outcome) outcome.reason = `${outcome.reason}; ${r.reason}`;
       core.info(redact(`${r.target}: ${r.reason}`));
@@ -302,11 +330,52 @@ function annotate(report: Report, dryRun: boolean): void {
   }
 }
 
+function repoFor(inputs: Inputs, config: Config): Promise<RepoBackend> {
+  return openRepo({
+    location: config.repo.url,
+    relativeTo: path.dirname(inputs.configFile),
+    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
+    ...(inputs.token ? { token: inputs.token } : {}),
+    configFile: inputs.configFile,
+    repo: config.repo,
+    onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
+  });
+}
+
+/**
+ * A person's revert (`bad`, with `target`, `to`, `reason`; typically a workflow_dispatch): the
+ * engine's revert, as `lastgood revert --bad` — the automatic guards (confirmations, cooldown,
+ * maxAge) do not hold it back, the blast-radius guard does. Snapshot or cluster objects, when
+ * given, are its evidence.
+ */
+async function revertByHand(inputs: Inputs, config: Config, log: Logger): Promise<void> {
+  const [target] = selectTargets(config, inputs.target);
+  const source = objectSource(inputs);
+  const observed = source.kind === 'none' ? [] : await source.read(target!.resources.filter((r) => r.apiVersion !== ALERT_API_VERSION));
+  const repo = await repoFor(inputs, config);
+  const commitUrl = commitLinks({ repo });
+  const report = await personRevert({
+    config, observed, now: new Date(), repo, target: target!.name, bad: inputs.bad, to: inputs.to, reason: inputs.reason,
+    mode: inputs.mode, dryRun: inputs.dryRun, log, ...(commitUrl ? { commitUrl } : {}),
+  });
+  setOutputs(report);
+  annotate(report, inputs.dryRun);
+  await writeSummary(renderSummary(report, { dryRun: inputs.dryRun, ...(commitUrl ? { commitUrl } : {}) }));
+  process.exitCode = personRevertExitCode(report);
+  const [outcome] = report.targets;
+  if (process.exitCode !== 0) core.setFailed(redact(`${outcome!.name} was not reverted: ${outcome!.reason}`));
+}
+
 async function main(): Promise<void> {
   const inputs = await readInputs();
   const log = makeLogger();
   const config = withStrategy(await loadConfig(inputs.configFile), inputs.strategy);
   selectTargets(config, inputs.target); // an unknown target name fails here, before anything is read
+
+  if (inputs.bad) {
+    await revertByHand(inputs, config, log);
+    return;
+  }
 
   let event: ParsedEvent | undefined;
   let match: EventMatch | undefined;
@@ -329,21 +398,24 @@ async function main(): Promise<void> {
   if (!event && source.kind === 'none') {
     throw new InputError('nothing to observe: run on a repository_dispatch event or give the event input, or give cluster access (kubeconfig, in-cluster) or snapshot files');
   }
-  const repo = await openRepo({
-    location: config.repo.url,
-    relativeTo: path.dirname(inputs.configFile),
-    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
-    ...(inputs.token ? { token: inputs.token } : {}),
-    configFile: inputs.configFile,
-    repo: config.repo,
-    onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
-  });
+  const repo = await repoFor(inputs, config);
   const commitUrl = commitLinks({ repo });
+  const targets = runConfig.targets.filter((t) => targetNames.includes(t.name)).map((t) => resolveTarget(runConfig, t));
+  // metric checks need the workload: with only an event to go by there is nothing to measure
+  const sessions = source.kind === 'none' ? undefined : analysisSessions(runConfig, { ...(source.lookup ? { read: source.lookup } : {}), provider: { relativeTo: path.dirname(inputs.configFile), env: process.env } });
   const ctx: RunContext = {
     config: runConfig,
-    targets: runConfig.targets.filter((t) => targetNames.includes(t.name)).map((t) => resolveTarget(runConfig, t)),
+    targets,
     repo, inputs, source, eventObserved: match?.observed ?? [], log,
     ...(commitUrl ? { commitUrl } : {}),
+    async analyse(observed, now) {
+      const out = new Map<string, AnalysisResult>();
+      for (const t of targets) {
+        const session = sessions?.(t);
+        if (session) out.set(t.name, await session.update(observed, now.getTime()));
+      }
+      return out;
+    },
   };
   const waitMs = source.kind !== 'none' ? inputs.waitMs : undefined;
   if (inputs.waitMs !== undefined && waitMs === undefined) core.warning('wait ignored: there is no cluster access or snapshot to poll, only the event', { title: 'lastgood' });

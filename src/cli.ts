@@ -1,10 +1,12 @@
 import path from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import type { Report } from './engine.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
+import { VERSION } from './version.ts';
+import { progressReporter } from './report/progress.ts';
 import type { Observed } from './observe/types.ts';
 
 /**
@@ -30,15 +32,35 @@ async function parseNow(value: string | undefined): Promise<Date> {
 }
 
 /** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
-async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date): Promise<Observed[]> {
+async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, cluster: ClusterFlags = {}): Promise<Observed[]> {
   if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
   const { selectTargets } = await engine();
-  return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources));
+  return readFromCluster(selectTargets(config, target).flatMap((t) => t.resources), cluster.kubeconfig, cluster.context);
 }
 
-async function repoFor(config: Config, configFile: string, repoFlag: string | undefined) {
+/** --kubeconfig and --context, as kubectl, flux and argocd take them */
+interface ClusterFlags {
+  kubeconfig?: string;
+  context?: string;
+}
+
+function clusterOptions(command: Command): Command {
+  return command
+    .option('--kubeconfig <file>', 'the kubeconfig to read the cluster with (default: KUBECONFIG, ~/.kube/config, in-cluster)')
+    .option('--context <name>', 'the kubeconfig context to use (default: its current-context)');
+}
+
+/** Metric checks due by `now` (README "Metric checks"): templates and ReplicaSets are read from the cluster unless the objects come from snapshots. */
+async function analyseFor(config: Config, configFile: string, observed: Observed[], now: Date, target: string | undefined, snapshots: string[] | undefined, cluster: ClusterFlags = {}) {
+  const { analyse } = await engine();
+  const read = snapshots && snapshots.length > 0 ? undefined : (await import('./observe/kube.ts')).clusterReader(cluster.kubeconfig, cluster.context);
+  return analyse({ config, observed, now, target, ...(read ? { read } : {}), provider: { relativeTo: path.dirname(path.resolve(configFile)), env: process.env } });
+}
+
+/** The repository backend; `progress`: show a long fetch's progress on stderr (not in the controller, whose stderr is its JSON log). */
+async function repoFor(config: Config, configFile: string, repoFlag: string | undefined, progress = true) {
   return openRepo({
     location: repoFlag ?? config.repo.url,
     relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
@@ -47,15 +69,25 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     repo: config.repo,
     // what a backend warns of outside a delivery (credentials over plain http, a reviewer not requested)
     onWarning: (message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`),
+    // a fetch that takes over a second shows its progress on stderr — a terminal's, as git does, or
+    // any with LASTGOOD_PROGRESS=1 (LASTGOOD_PROGRESS_AFTER_MS: after how long)
+    ...(progress && (process.stderr.isTTY || process.env.LASTGOOD_PROGRESS === '1') ? { onProgress: progressReporter({ write: (text) => process.stderr.write(text), tty: Boolean(process.stderr.isTTY), afterMs: Number(process.env.LASTGOOD_PROGRESS_AFTER_MS ?? 1000) }) } : {}),
     ...(repoFlag ? { fromFlag: true } : { configFile }),
   });
 }
 
 let exitCode: ExitCode = 0;
 
+// `lastgood health … | head`: a reader that stops early is not an error
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(exitCode);
+  throw error;
+});
+
 async function print(report: Report, json: boolean, showDiff = false): Promise<void> {
-  const { formatReport, reportJson } = await import('./report/text.ts');
-  process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff }));
+  const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
+  const tty = terminalStyle(process.stdout, process.env);
+  process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
   for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${redact(t.error.message)}\n`);
   exitCode = (await engine()).exitCodeFor(report);
@@ -66,7 +98,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 const program = new Command()
   .name('lastgood')
   .description('Turn a failed promotion in a Kubernetes cluster into a revert in the GitOps config repository.')
-  .version('0.1.0')
+  .version(VERSION)
   .exitOverride()
   .showHelpAfterError();
 
@@ -91,8 +123,8 @@ program
     }
   });
 
-program
-  .command('check')
+clusterOptions(program
+  .command('check'))
   .description('the verdict and decision for each target, without writing anything (except --record)')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
@@ -100,15 +132,16 @@ program
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--record', 'record a verified last-known-good note for every healthy target')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean }) => {
+  .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
-    const observed = await observe(o.snapshot, config, o.target, now);
+    const observed = await observe(o.snapshot, config, o.target, o);
     const { checkReport, recordHealthy } = await engine();
-    const { targets } = checkReport({ config, observed, now, target: o.target });
+    const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
+    const { targets } = checkReport({ config, observed, now, target: o.target, analysis });
     if (o.record) {
       const repo = await repoFor(config, o.config, undefined);
-      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true })) {
+      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true, analysis })) {
         const t = targets.find((x) => x.name === r.target)!;
         t.reason = `${t.reason}; ${r.reason}`;
         if (r.recorded && r.commit && r.state === 'healthy') {
@@ -146,8 +179,8 @@ program
     }
   });
 
-program
-  .command('run')
+clusterOptions(program
+  .command('run'))
   .description('check every target and revert those whose policy says so')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
@@ -157,14 +190,15 @@ program
   .option('--dry-run', 'print the plan and the diff, write nothing')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean }) => {
+  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
-    const observed = await observe(o.snapshot, config, o.target, now);
+    const observed = await observe(o.snapshot, config, o.target, o);
+    const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), analysis });
     await print(report, Boolean(o.json), Boolean(o.dryRun));
   });
 
@@ -185,17 +219,16 @@ program
   .action(async (o: { config: string; target: string; bad?: string; to?: string; snapshot?: string[]; repo?: string; mode?: 'commit' | 'pull-request'; reason?: string; dryRun?: boolean; now?: string; json?: boolean }) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
-    const { revertTarget, selectTargets } = await engine();
-    const { evidenceFor, verdictFor } = await import('./decide/verdict.ts');
-    const [target] = selectTargets(config, o.target);
+    const { personRevert, personRevertExitCode, selectTargets } = await engine();
+    selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
     const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
-    const verdict = verdictFor(target!, evidenceFor(target!, observed, now), now);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await revertTarget({ config, observed, now, repo, target: target!, verdict, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
-    const { formatReport, reportJson } = await import('./report/text.ts');
-    process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun) }));
-    exitCode = report.targets.some((t) => t.action === 'alert') ? 1 : 0;
+    const report = await personRevert({ config, observed, now, repo, target: o.target, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
+    const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
+    const tty = terminalStyle(process.stdout, process.env);
+    process.stdout.write(o.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(o.dryRun), ...(tty ? { tty } : {}) }));
+    exitCode = personRevertExitCode(report);
   });
 
 program
@@ -207,30 +240,47 @@ program
     process.stdout.write(`${o.config}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`);
   });
 
-program
-  .command('controller')
+clusterOptions(program
+  .command('controller'))
   .description('watch the cluster and revert failed promotions as they happen (runs until SIGTERM)')
   .requiredOption('--config <file>', 'lastgood.yaml')
-  .action(async (o: { config: string }) => {
+  .action(async (o: { config: string } & ClusterFlags) => {
     const config = await loadConfig(o.config);
-    const repo = await repoFor(config, o.config, undefined);
+    const repo = await repoFor(config, o.config, undefined, false);
     const { runController } = await import('./controller/main.ts');
-    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info') });
+    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info'), kubeconfig: o.kubeconfig, context: o.context });
   });
 
 program
   .command('install')
-  .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -)")
+  .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -), or write them as a kustomize base")
   .requiredOption('--config <file>', 'lastgood.yaml')
-  .option('--image <image>', 'the controller image', undefined)
+  .option('--image <image>', 'the controller image (default: controller.image in the config)')
+  .option('--registry <registry>', `the registry the image was pushed to: REGISTRY/lastgood:${VERSION}`)
   .option('--namespace <name>', "the controller's namespace (default: controller.namespace, else lastgood)")
-  .action(async (o: { config: string; image?: string; namespace?: string }) => {
-    const { readFile } = await import('node:fs/promises');
+  .option('--ca-file <pem>', "a private CA's certificates (the git host's): mounted, and named in NODE_EXTRA_CA_CERTS")
+  .option('--kustomize <dir>', 'write a kustomize base into DIR (kubectl apply -k DIR; commit it for Flux or Argo CD) instead of printing')
+  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string }) => {
+    const { mkdir, readFile, writeFile } = await import('node:fs/promises');
     const config = await loadConfig(o.config);
+    let ca: { file: string; pem: string } | undefined;
+    if (o.caFile) {
+      try {
+        ca = { file: o.caFile, pem: await readFile(o.caFile, 'utf8') };
+      } catch (error) {
+        throw new InputError(`${o.caFile}: cannot read the CA bundle: ${(error as Error).message}`);
+      }
+    }
     const { installManifests } = await import('./controller/install.ts');
-    const out = await installManifests({ config, configText: await readFile(o.config, 'utf8'), ...(o.image ? { image: o.image } : {}), ...(o.namespace ? { namespace: o.namespace } : {}) });
+    const out = await installManifests({ config, configText: await readFile(o.config, 'utf8'), ...(o.image ? { image: o.image } : {}), ...(o.registry ? { registry: o.registry } : {}), ...(o.namespace ? { namespace: o.namespace } : {}), ...(ca ? { ca } : {}) });
     for (const w of out.warnings) process.stderr.write(`lastgood: warning: ${w}\n`);
-    process.stdout.write(out.yaml);
+    if (!o.kustomize) {
+      process.stdout.write(out.yaml);
+      return;
+    }
+    await mkdir(o.kustomize, { recursive: true });
+    for (const [name, text] of Object.entries(out.kustomize)) await writeFile(path.join(o.kustomize, name), text);
+    process.stdout.write(`${o.kustomize}: ${Object.keys(out.kustomize).join(', ')} (kubectl apply -k ${o.kustomize})\n`);
   });
 
 program
@@ -239,6 +289,27 @@ program
   .action(async () => {
     const { configJsonSchema } = await import('./config/schema.ts');
     process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + '\n');
+  });
+
+program
+  .command('completion')
+  .description('print a shell completion script: source <(lastgood completion bash)')
+  .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+  .action(async (shell: 'bash' | 'zsh' | 'fish') => {
+    const { completionScript } = await import('./completion.ts');
+    const commands = program.commands.map((c) => ({
+      name: c.name(),
+      description: c.description(),
+      fileArguments: c.registeredArguments.some((a) => /file/i.test(a.description)),
+      options: c.options.filter((o) => o.long).map((o) => ({
+        flag: o.long!,
+        description: o.description,
+        value: o.required || o.optional,
+        file: /<(file|path|pem|dir)/.test(o.flags) || /<path\|url>/.test(o.flags),
+        ...(o.argChoices ? { choices: o.argChoices } : {}),
+      })),
+    }));
+    process.stdout.write(completionScript(shell, commands));
   });
 
 try {

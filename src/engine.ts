@@ -22,6 +22,10 @@ import type { Evaluation } from './decide/tracker.ts';
 import { planRestore } from './revert/restore.ts';
 import { planRevert } from './revert/threeway.ts';
 import { planFreeze } from './revert/freeze.ts';
+import { modelTarget, type TargetModeler } from './model/index.ts';
+import { describeVerification, verifyPlan } from './verify/model-check.ts';
+import { renderCheck, rendererFor } from './verify/render-check.ts';
+import { analyseTargets, createAnalysisSession, providersFor, type AnalysisContext, type AnalysisResult, type AnalysisSession } from './analysis/index.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
 export interface TargetOutcome {
@@ -50,6 +54,8 @@ export interface TargetOutcome {
   error?: { code: ExitCode; message: string };
   /** dry run, or a plan the blast-radius guard refused: the change that would be written */
   diff?: string;
+  /** how the plan was checked against what the engine builds (src/verify): one line, and the rendered diff where a renderer ran */
+  checked?: { summary: string; rendered?: { summary: string; text: string; markdown: string } };
   diffStat?: string;
   message?: string;
 }
@@ -67,6 +73,8 @@ export interface CheckOptions {
   observations?: Map<string, number>;
   /** per target: what the repository says about its past reverts (run gathers it; check has no repository) */
   guards?: Map<string, RepoGuards>;
+  /** per target: its metric checks' evidence (`analyse`, or a door's analysis sessions) */
+  analysis?: Map<string, Pick<AnalysisResult, 'evidence'>>;
 }
 
 export function selectTargets(config: Config, name?: string): ResolvedTarget[] {
@@ -82,7 +90,7 @@ function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: 
   const all = opts.config.targets.map((t) => ({ name: t.name, resources: t.resources }));
   return selectTargets(opts.config, opts.target).map((target) => {
     const others = all.filter((t) => t.name !== target.name).map((t) => t.resources);
-    return { target, verdict: assessTarget(target, opts.observed, opts.now, others) };
+    return { target, verdict: assessTarget(target, opts.observed, opts.now, others, opts.analysis?.get(target.name)?.evidence) };
   });
 }
 
@@ -91,8 +99,32 @@ function verdicts(opts: CheckOptions): Array<{ target: ResolvedTarget; verdict: 
  * targets (a shared parent failing only because of them is not this target's failure); passing
  * every target's, this one's included, gives the same verdict (the controller keeps one list).
  */
-export function assessTarget(target: ResolvedTarget, observed: Observed[], now: Date, others: ResolvedTarget['resources'][] = []): Verdict {
-  return verdictFor(target, evidenceFor(target, observed, now, others), now);
+export function assessTarget(target: ResolvedTarget, observed: Observed[], now: Date, others: ResolvedTarget['resources'][] = [], analysis: Evidence[] = []): Verdict {
+  return verdictFor(target, [...evidenceFor(target, observed, now, others), ...analysis], now);
+}
+
+/**
+ * Metric analysis, one shot (`check`, `run`, the Action): every measurement of the selected
+ * targets' checks due by `now`, as evidence for `check`/`run` (`opts.analysis`). Doors that
+ * observe over time keep sessions instead (`analysisSessions`).
+ */
+export async function analyse(opts: Pick<CheckOptions, 'config' | 'observed' | 'now' | 'target'> & Omit<AnalysisContext, 'config'>): Promise<Map<string, AnalysisResult>> {
+  const targets = selectTargets(opts.config, opts.target);
+  if (!targets.some((t) => t.analysis)) return new Map();
+  return analyseTargets({ ...opts, targets });
+}
+
+/** Metric analysis over time, for the controller and the Action's `wait`: one session per target with checks, each measurement taken once. */
+export function analysisSessions(config: Config, ctx: Omit<AnalysisContext, 'config'>): (target: ResolvedTarget) => AnalysisSession | undefined {
+  const full: AnalysisContext = { ...ctx, config };
+  const providers = providersFor(full);
+  const sessions = new Map<string, AnalysisSession>();
+  return (target) => {
+    if (!target.analysis) return undefined;
+    let s = sessions.get(target.name);
+    if (!s) sessions.set(target.name, (s = createAnalysisSession(target, full, providers)));
+    return s;
+  };
 }
 
 function decisionFor(target: ResolvedTarget, verdict: Verdict, opts: CheckOptions, guards: RepoGuards | undefined): Decision {
@@ -269,6 +301,38 @@ export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target
   reason?: string;
 }
 
+export interface PersonRevertOptions extends Omit<RevertOptions, 'target' | 'verdict' | 'hook'> {
+  /** the target's name */
+  target: string;
+}
+
+/**
+ * A person's explicit revert, whichever door it comes through (`lastgood revert`, the Action's
+ * `bad` input on a workflow_dispatch). A person decided, so the automatic guards — confirmations,
+ * policy waits, maxAge, cooldown, settle, freeze and hold — do not hold it back: decide is not
+ * asked. The blast-radius guard still does (revertInto), and so does "no revert of a revert".
+ * The bad commit is named (`bad`), or located from the observed objects as `run` would.
+ */
+export async function personRevert(opts: PersonRevertOptions): Promise<Report> {
+  const [target] = selectTargets(opts.config, opts.target);
+  if (!opts.bad && opts.observed.length === 0) throw new InputError('a revert by hand needs the bad commit, or the cluster state to locate it from');
+  const verdict = verdictFor(target!, evidenceFor(target!, opts.observed, opts.now), opts.now);
+  return revertTarget({ ...opts, target: target!, verdict });
+}
+
+/**
+ * The exit code of a revert a person asked for: 1 when it was not made (the blast-radius guard
+ * refused it, it was impossible), else the worst target error, else 0.
+ */
+export function personRevertExitCode(report: Report): ExitCode {
+  let code: ExitCode = 0;
+  for (const t of report.targets) {
+    const mine: ExitCode = t.error ? t.error.code : t.action === 'alert' ? 1 : 0;
+    if (mine > code) code = mine;
+  }
+  return code;
+}
+
 /** `lastgood revert`: a person decided; locate (or take --bad/--to), plan and deliver. */
 export async function revertTarget(opts: RevertOptions): Promise<Report> {
   const outcome = baseOutcome(opts.verdict, { action: 'revert', reason: opts.reason ? `requested: ${opts.reason}` : 'requested by a person' });
@@ -284,6 +348,12 @@ function baseOutcome(verdict: Verdict, decision: Decision): TargetOutcome {
   if (notes.length) o.notes = notes;
   // a time ahead of the clock is bad input for a door that reads it once (exit 2); the controller only holds the target
   if (decision.heldBy === 'clock') o.error = { code: 2, message: decision.reason };
+  // evidence that could not be evaluated (a metric provider unreachable, a template that cannot be read): said, with its exit code, unless the target failed anyway
+  const problems = verdict.verdict === 'failed' ? [] : verdict.evidence.filter((e) => e.problem);
+  if (problems.length) {
+    const code = problems.some((e) => e.problem!.code === 3) ? 3 : 2;
+    o.error = { code, message: redact(problems.map((e) => `${e.kind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}: ${e.problem!.message}`).join('; ')) };
+  }
   return o;
 }
 
@@ -292,10 +362,12 @@ const MAX_REPLANS = 3;
 async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<void> {
   const { repo, target, log } = opts;
   const branch = opts.config.repo.branch;
+  // what the engine reads for the target (src/model): locate names the commits that changed it, verify checks the plan against it
+  const model: TargetModeler = modelTarget({ reader: repo, target, observed: opts.observed });
   for (let attempt = 0; ; attempt++) {
     try {
       const head = await repo.head(branch);
-      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, verified: await verifiedCommits(repo, target.name) });
+      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
       if (!opts.bad) await preferVerified(repo, located, target);
       outcome.bad = located.bad.map((c) => c.oid);
       outcome.lastKnownGood = located.lastKnownGood;
@@ -339,9 +411,43 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
         outcome.diff = unifiedDiff(diffs);
         return;
       }
+      // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
+      const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
+      if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
+      if (!verification.refused) {
+        outcome.checked = { summary: describeVerification(verification) };
+        // the commit says what it was checked against
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
+      if (verification.refused) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        return;
+      }
+      // where a kustomize exists: render head, after and last-known-good as the engine builds them
+      const rendered = await renderCheck({
+        reader: repo, renderer: await rendererFor(opts.config.render?.kustomize), models: verification.models, files: change.files,
+        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}),
+      });
+      if ('refused' in rendered) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
+        return;
+      }
+      if ('skipped' in rendered) outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+      else {
+        outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
+        if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
       const mode = opts.mode ?? target.mode;
       if (mode === 'pull-request') {
-        const pr = pullRequestText({ ...messageInput(opts, located, planned), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
+        const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
         change.pullRequest = { ...pr, ...opts.config.pullRequest };
       }
       if (opts.dryRun) {
@@ -375,7 +481,7 @@ async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<
   }
 }
 
-function messageInput(opts: RevertOptions, located: Located, planned?: Planned) {
+function messageInput(opts: RevertOptions, located: Located, planned?: Planned, checked?: TargetOutcome['checked']) {
   return {
     target: opts.target.name,
     paths: opts.target.paths,
@@ -387,6 +493,7 @@ function messageInput(opts: RevertOptions, located: Located, planned?: Planned) 
     rejected: planned?.rejected ?? [],
     reason: opts.reason,
     now: opts.now,
+    ...(checked ? { checked } : {}),
   };
 }
 

@@ -41,7 +41,7 @@ export class InputError extends LastgoodError {
 /** An outside system (git remote, GitHub, Kubernetes API) failed after retries. Exit 3. */
 export class RemoteError extends LastgoodError {
   readonly exitCode = 3 as const;
-  readonly system: 'git' | 'github' | 'kubernetes' | 'webhook';
+  readonly system: 'git' | 'github' | 'kubernetes' | 'webhook' | 'prometheus';
   readonly status: number | undefined;
   constructor(system: RemoteError['system'], message: string, opts: { status?: number; cause?: unknown } = {}) {
     super(`${system}: ${message}`, { cause: opts.cause });

@@ -1,8 +1,11 @@
 import test from 'ava';
-import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../src/config/load.ts';
+import { VERSION } from '../src/version.ts';
+import { startKubeEmulator } from './support/kube-emulator.ts';
 import { lastgood, ROOT } from './support/cli.ts';
 import { tempDir } from './support/git.ts';
 import { backend, cluster, config, configText, failCanary, gitopsRepo, startController, until } from './support/controller-scenario.ts';
@@ -36,7 +39,9 @@ async function install(text: string, args: string[] = []): Promise<{ docs: K8sDo
   const dir = tempDir('lastgood-install-');
   const file = path.join(dir, 'lastgood.yaml');
   writeFileSync(file, text);
-  const r = await lastgood(['install', '--config', file, ...args]);
+  // an image is required: the tests that do not name one name the registry
+  const image = args.some((a) => a === '--image' || a === '--registry') || /^\s+image:/m.test(text) ? [] : ['--registry', 'registry.example'];
+  const r = await lastgood(['install', '--config', file, ...image, ...args]);
   if (r.code !== 0) throw new Error(`install exited ${r.code}: ${r.stderr}`);
   const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sDoc).filter(Boolean);
   return { docs, stderr: r.stderr, stdout: r.stdout };
@@ -47,7 +52,7 @@ const find = (docs: K8sDoc[], kind: string, namespace?: string) => docs.filter((
 test('install prints the manifests for the config: read-only RBAC on exactly the watched kinds, bound in their namespaces', async (t) => {
   const { docs, stderr } = await install(CONFIG, ['--image', 'registry.example/lastgood:1.2.3']);
   t.is(stderr, '');
-  t.deepEqual(docs.map((d) => d.kind), ['Namespace', 'ServiceAccount', 'ClusterRole', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Role', 'RoleBinding', 'ConfigMap', 'Deployment', 'Service']);
+  t.deepEqual(docs.map((d) => d.kind), ['Namespace', 'ServiceAccount', 'ClusterRole', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Role', 'RoleBinding', 'ConfigMap', 'Deployment', 'Service', 'PodDisruptionBudget']);
   const [role] = find(docs, 'ClusterRole');
   t.deepEqual(role!.rules, [
     { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch'] },
@@ -102,6 +107,8 @@ test('install follows the controller settings: namespace, listen port, no leader
   const [ns] = find(docs, 'Namespace');
   t.is(ns!.metadata.name, 'gitops-tools');
   t.is(find(docs, 'Deployment')[0]!.spec.replicas, 1);
+  t.is(find(docs, 'PodDisruptionBudget').length, 0, 'one replica: a budget of one unavailable pod would allow everything or block every drain');
+  t.is(find(docs, 'Deployment')[0]!.spec.template.spec.affinity, undefined, 'one replica: nothing to spread');
   t.is(find(docs, 'Deployment')[0]!.spec.template.spec.containers[0].ports[0].containerPort, 9090);
   t.is(find(docs, 'Service')[0]!.metadata.annotations!['prometheus.io/port'], '9090');
   t.is(find(docs, 'Role').length, 0, 'no Lease permissions without leader election');
@@ -163,39 +170,193 @@ test('the RBAC install prints is enough: every request the controller makes thro
   t.deepEqual([...new Set(verbs.filter((v) => !/:(get|list|watch)$/.test(v)))].sort(), ['events:create', 'leases:create', 'leases:update']);
 });
 
-test('Dockerfile: every file it copies exists, .dockerignore keeps them, and the entrypoint starts from that layout', async (t) => {
+test('Dockerfile (checked without a Docker engine, which this machine has not): a digest-pinned base, the npm package as published, non-root; the image layout starts the controller', async (t) => {
   const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-  const copies = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
-  t.deepEqual(copies, ['package.json', 'package-lock.json', 'package.json', 'bin', 'src', 'templates']);
-  for (const c of copies) t.notThrows(() => readFileSync(path.join(ROOT, c === 'bin' ? 'bin/lastgood.js' : c === 'src' ? 'src/cli.ts' : c === 'templates' ? 'templates/install/deployment.yaml' : c)), c);
+  const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]!);
+  t.true(froms.length > 0);
+  for (const from of froms) t.regex(from, /^[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}$/, `${from}: pinned by digest`);
+  // what goes in is the package: the tarball `npm pack` makes, nothing of the checkout
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  t.is(/^ARG PACKAGE=(\S+)$/m.exec(dockerfile)![1], `lastgood-${pkg.version}.tgz`, 'the tarball npm pack names');
+  const copies = [...dockerfile.matchAll(/^(?:COPY|ADD) (.+)$/gm)].map((m) => m[1]!);
+  t.deepEqual(copies, ['${PACKAGE} /tmp/lastgood.tgz']);
   const ignore = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
-  t.is(ignore[0], '*', 'everything else is left out of the build context');
-  for (const c of new Set(copies)) t.true(ignore.some((l) => l.replace(/^!/, '').replace(/\/$/, '') === c), `${c} is in the build context`);
-  t.regex(dockerfile, /^USER 65532:65532$/m, 'non-root, the uid the manifests run it as');
+  t.deepEqual(ignore, ['*', '!lastgood-*.tgz'], 'only the tarball is in the build context');
+  const user = /^USER (\d+):(\d+)$/m.exec(dockerfile);
+  t.truthy(user, 'a numeric non-root user');
+  t.not(user![1], '0');
+  const { docs } = await install(CONFIG);
+  const spec = find(docs, 'Deployment')[0]!.spec.template.spec;
+  t.is(Number(user![1]), spec.securityContext.runAsUser, 'the uid the manifests run it as');
+  t.true(spec.containers[0].securityContext.readOnlyRootFilesystem);
   const entry = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(dockerfile)![1]!) as string[];
   const cmd = JSON.parse(/^CMD (.+)$/m.exec(dockerfile)![1]!) as string[];
   t.deepEqual(entry, ['node', '/app/bin/lastgood.js']);
-  const { docs } = await install(CONFIG);
-  t.deepEqual(cmd, find(docs, 'Deployment')[0]!.spec.template.spec.containers[0].args, 'the image default is what the Deployment runs');
+  t.deepEqual(cmd, spec.containers[0].args, 'the image default is what the Deployment runs');
 
-  // the image's /app, as the COPY lines lay it out (node_modules from this checkout)
+  // the image's /app, made as the RUN line makes it: the real tarball, unpacked by tar, no node_modules
+  const dest = tempDir('lastgood-image-pack-');
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dest], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Array<{ filename: string }>;
   const app = path.join(tempDir('lastgood-image-'), 'app');
   mkdirSync(app);
-  for (const c of new Set(copies)) if (c !== 'package-lock.json') cpSync(path.join(ROOT, c), path.join(app, c), { recursive: true });
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(app, 'node_modules'), 'dir');
-  const { spawnSync } = await import('node:child_process');
+  const unpack = /tar -xzf \/tmp\/lastgood\.tgz -C \/app (.*?) &&/.exec(dockerfile)![1]!.split(' ');
+  execFileSync('tar', ['-xzf', path.join(dest, packed[0]!.filename), '-C', app, ...unpack]);
+  t.false(readdirSync(app).includes('node_modules'));
   const run = (args: string[]) => spawnSync(process.execPath, [path.join(app, entry[1]!.replace('/app/', '')), ...args], { cwd: app, encoding: 'utf8' });
-  t.is(run(['--version']).stdout.trim(), '0.1.0');
+  t.is(run(['--version']).stdout.trim(), pkg.version);
   const help = run(['controller', '--help']);
   t.is(help.status, 0, help.stderr);
   t.regex(help.stdout, /--config <file>/);
   const configFile = path.join(app, '..', 'lastgood.yaml');
   writeFileSync(configFile, CONFIG);
-  const printed = run(['install', '--config', configFile]);
+  const printed = run(['install', '--config', configFile, '--registry', 'registry.example']);
   t.is(printed.status, 0, printed.stderr);
   t.regex(printed.stdout, /kind: Deployment/);
   // without a cluster the controller says so and exits 2 at start, naming the kubeconfig it could not read (it got as far as the Kubernetes client)
   const noCluster = spawnSync(process.execPath, [path.join(app, 'bin/lastgood.js'), ...cmd.slice(0, 2), configFile], { cwd: app, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: tempDir(), KUBECONFIG: path.join(tempDir(), 'none'), LASTGOOD_GITHUB_TOKEN: 'ghs_imageLayoutTest000000000000000000' }, timeout: 60_000 });
   t.is(noCluster.status, 2, noCluster.stderr);
   t.regex(noCluster.stderr, /none: cannot read the kubeconfig: /);
+});
+
+test('install needs an image: --image, --registry (REGISTRY/lastgood:VERSION) or controller.image, never a name no registry serves', async (t) => {
+  const dir = tempDir('lastgood-install-');
+  const file = path.join(dir, 'lastgood.yaml');
+  writeFileSync(file, CONFIG);
+  const none = await lastgood(['install', '--config', file]);
+  t.is(none.code, 2);
+  t.is(none.stdout, '', 'nothing printed');
+  t.regex(none.stderr, /install needs the controller image: --image IMAGE, --registry REGISTRY \(for REGISTRY\/lastgood:0\.1\.0\), or controller\.image in the config/);
+  const image = (docs: K8sDoc[]) => find(docs, 'Deployment')[0]!.spec.template.spec.containers[0].image as string;
+  t.is(image((await install(CONFIG, ['--registry', 'ghcr.io/acme/'])).docs), `ghcr.io/acme/lastgood:${VERSION}`);
+  const configured = CONFIG.replace('targets:', 'controller:\n  image: registry.example/tools/lastgood@sha256:' + 'a'.repeat(64) + '\ntargets:');
+  t.is(image((await install(configured)).docs), 'registry.example/tools/lastgood@sha256:' + 'a'.repeat(64));
+  t.is(image((await install(configured, ['--image', 'other/lastgood:2'])).docs), 'other/lastgood:2', 'the flag wins over the config');
+});
+
+test('install: two replicas get a PodDisruptionBudget of one and are spread over nodes', async (t) => {
+  const { docs } = await install(CONFIG);
+  const [pdb] = find(docs, 'PodDisruptionBudget', 'lastgood');
+  const [deployment] = find(docs, 'Deployment');
+  t.is(pdb!.spec.maxUnavailable, 1);
+  t.deepEqual(pdb!.spec.selector.matchLabels, deployment!.spec.selector.matchLabels, 'the budget covers exactly the controller pods');
+  const [term] = deployment!.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution;
+  t.is(term.podAffinityTerm.topologyKey, 'kubernetes.io/hostname');
+  t.deepEqual(term.podAffinityTerm.labelSelector.matchLabels, deployment!.spec.template.metadata.labels);
+});
+
+const PEM = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUExampleOnlyNotARealCertificate0wCgYIKoZIzj0EAwIw\n-----END CERTIFICATE-----\n';
+
+test('install --ca-file: the CA bundle as a ConfigMap, mounted read-only and named in NODE_EXTRA_CA_CERTS; not a PEM is refused', async (t) => {
+  const dir = tempDir('lastgood-ca-');
+  const ca = path.join(dir, 'ca.pem');
+  writeFileSync(ca, PEM);
+  const { docs } = await install(CONFIG, ['--ca-file', ca]);
+  const [configMap] = docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.name === 'lastgood-ca');
+  t.is(configMap!.data['ca.crt'], PEM);
+  t.is(configMap!.metadata.namespace, 'lastgood');
+  const spec = find(docs, 'Deployment')[0]!.spec.template.spec;
+  const [c] = spec.containers;
+  t.deepEqual(c.env.find((e: { name: string }) => e.name === 'NODE_EXTRA_CA_CERTS'), { name: 'NODE_EXTRA_CA_CERTS', value: '/etc/lastgood/ca/ca.crt' });
+  t.deepEqual(c.volumeMounts.find((m: { name: string }) => m.name === 'ca'), { name: 'ca', mountPath: '/etc/lastgood/ca', readOnly: true });
+  t.deepEqual(spec.volumes.find((v: { name: string }) => v.name === 'ca'), { name: 'ca', configMap: { name: 'lastgood-ca' } });
+  const without = find((await install(CONFIG)).docs, 'Deployment')[0]!.spec.template.spec.containers[0];
+  t.false(without.env.some((e: { name: string }) => e.name === 'NODE_EXTRA_CA_CERTS'), 'no CA, no variable (a missing file makes Node warn at every start)');
+
+  writeFileSync(ca, 'not a certificate\n');
+  const bad = await lastgood(['install', '--config', writeConfig(CONFIG), '--registry', 'r.example', '--ca-file', ca]);
+  t.is(bad.code, 2);
+  t.regex(bad.stderr, /ca\.pem: not a PEM certificate bundle/);
+  const missing = await lastgood(['install', '--config', writeConfig(CONFIG), '--registry', 'r.example', '--ca-file', path.join(dir, 'none.pem')]);
+  t.is(missing.code, 2);
+  t.regex(missing.stderr, /none\.pem: cannot read the CA bundle/);
+});
+
+function writeConfig(text: string): string {
+  const file = path.join(tempDir('lastgood-install-'), 'lastgood.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+/** `kubectl kustomize` where the machine has kubectl (the render oracle); undefined where it has not. */
+function kubectl(): string | undefined {
+  const r = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  return r.status === 0 ? 'kubectl' : undefined;
+}
+
+test('install --kustomize writes a base that kubectl kustomize renders into the printed manifests (ConfigMaps named by content)', async (t) => {
+  const dir = tempDir('lastgood-ca-');
+  const ca = path.join(dir, 'ca.pem');
+  writeFileSync(ca, PEM);
+  const configFile = writeConfig(CONFIG);
+  const base = path.join(tempDir('lastgood-kustomize-'), 'deploy', 'lastgood');
+  const written = await lastgood(['install', '--config', configFile, '--registry', 'registry.example', '--ca-file', ca, '--kustomize', base]);
+  t.is(written.code, 0, written.stderr);
+  t.deepEqual(readdirSync(base).sort(), ['ca.crt', 'kustomization.yaml', 'lastgood.k8s.yaml', 'lastgood.yaml']);
+  t.is(readFileSync(path.join(base, 'lastgood.yaml'), 'utf8'), CONFIG, 'the config as written, comments kept');
+  t.is(readFileSync(path.join(base, 'ca.crt'), 'utf8'), PEM);
+  const bin = kubectl();
+  if (!bin) {
+    t.log('kubectl is not installed: the kustomize base is not rendered here');
+    t.pass();
+    return;
+  }
+  const rendered = spawnSync(bin, ['kustomize', base], { encoding: 'utf8' });
+  t.is(rendered.status, 0, rendered.stderr);
+  const docs = parseAllDocuments(rendered.stdout).map((d) => d.toJS() as K8sDoc);
+  const printed = (await install(CONFIG, ['--ca-file', ca])).docs;
+  const key = (d: K8sDoc) => `${d.kind} ${d.metadata.namespace ?? ''}/${d.metadata.name.replace(/-[a-z0-9]{10}$/, '')}`;
+  t.deepEqual(docs.map(key).sort(), printed.map(key).sort(), 'the same objects');
+  const [config] = docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('lastgood-config-'));
+  t.is(config!.data['lastgood.yaml'], CONFIG);
+  const volumes = find(docs, 'Deployment')[0]!.spec.template.spec.volumes as Array<{ name: string; configMap?: { name: string } }>;
+  t.is(volumes.find((v) => v.name === 'config')!.configMap!.name, config!.metadata.name, 'kustomize points the Deployment at the generated ConfigMap');
+  t.regex(volumes.find((v) => v.name === 'ca')!.configMap!.name, /^lastgood-ca-[a-z0-9]{10}$/);
+  // apart from the generated names, the Deployment is the printed one
+  const strip = (d: K8sDoc) => JSON.parse(JSON.stringify(d.spec).replace(/"(lastgood-(?:config|ca))-[a-z0-9]{10}"/g, '"$1"'));
+  t.deepEqual(strip(find(docs, 'Deployment')[0]!), strip(find(printed, 'Deployment')[0]!));
+});
+
+test('every manifest install writes is accepted by the Kubernetes emulator (the upstream OpenAPI and CRD schemas, strictly): printed, with a CA, one replica, and rendered from the kustomize base', async (t) => {
+  const ca = path.join(tempDir('lastgood-ca-'), 'ca.pem');
+  writeFileSync(ca, PEM);
+  const variants: Array<[string, K8sDoc[]]> = [
+    ['printed', (await install(CONFIG)).docs],
+    ['with a CA', (await install(CONFIG, ['--ca-file', ca])).docs],
+    ['one replica, cluster-scoped', (await install(CONFIG.replace('targets:', 'controller:\n  leaderElection: false\n  namespace: tools\ntargets:').replace('name: policies }', 'name: policies }\n      - { apiVersion: v1, kind: Namespace, name: prod }'))).docs],
+  ];
+  const bin = kubectl();
+  if (bin) {
+    const base = path.join(tempDir('lastgood-kustomize-'), 'base');
+    const written = await lastgood(['install', '--config', writeConfig(CONFIG), '--registry', 'registry.example', '--ca-file', ca, '--kustomize', base]);
+    t.is(written.code, 0, written.stderr);
+    const rendered = spawnSync(bin, ['kustomize', base], { encoding: 'utf8' });
+    t.is(rendered.status, 0, rendered.stderr);
+    variants.push(['kustomize', parseAllDocuments(rendered.stdout).map((d) => d.toJS() as K8sDoc)]);
+  } else t.log('kubectl is not installed: the kustomize base is not rendered here');
+  for (const [name, docs] of variants) {
+    const kube = await startKubeEmulator({ namespaces: ['default', 'prod', 'flux-system', 'argocd'] });
+    try {
+      // as kubectl apply orders them: the Namespace first
+      for (const doc of [...docs.filter((d) => d.kind === 'Namespace'), ...docs.filter((d) => d.kind !== 'Namespace')]) {
+        t.notThrows(() => kube.apply(doc), `${name}: ${doc.kind} ${doc.metadata.name}`);
+      }
+    } finally {
+      await kube.close();
+    }
+  }
+  // and the checks bite: what the schema does not know is refused
+  const kube = await startKubeEmulator();
+  try {
+    const [deployment] = find(variants[0]![1], 'Deployment');
+    const wrong = structuredClone(deployment!);
+    wrong.metadata.namespace = 'default';
+    wrong.spec.template.spec.containers[0].securityContext.readOnlyRootFilesytem = true;
+    t.throws(() => kube.apply(wrong), { message: /readOnlyRootFilesytem/ });
+    const pdb = structuredClone(find(variants[0]![1], 'PodDisruptionBudget')[0]!);
+    pdb.metadata.namespace = 'default';
+    pdb.spec.maxUnavailable = [1];
+    t.throws(() => kube.apply(pdb), { message: /spec\.maxUnavailable/ });
+  } finally {
+    await kube.close();
+  }
 });

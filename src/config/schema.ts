@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseTime } from '../observe/times.ts';
+import { AnalysisProviders, analysisWorkload, TargetAnalysis, type ResolvedAnalysis } from '../analysis/config.ts';
 import { parseDuration } from './duration.ts';
 
 /** A duration string ("15m", "1h30m"), kept as text in the config and parsed where used. */
@@ -164,6 +165,7 @@ export const Target = z
     freezeUntil: TargetSettings.freezeUntil.optional(),
     blastRadius: BlastRadius.optional(),
     allowRevertDuring: RevertHazards.optional(),
+    analysis: TargetAnalysis.optional().describe('metric checks run after each rollout of the target\'s workload (README "Metric checks")'),
   })
   .strict();
 
@@ -222,6 +224,7 @@ export const Controller = z
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
     concurrency: z.number().int().min(1).max(16).default(2).describe('how many targets may do repository work (revert, record) at once'),
+    image: z.string().min(1).optional().describe('the controller image `lastgood install` writes into the Deployment (its --image and --registry flags take precedence)'),
   })
   .strict();
 
@@ -298,7 +301,15 @@ export const ConfigSchema = z
       .strict()
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
     notify: Notify.optional(),
+    analysis: AnalysisProviders.optional(),
     controller: Controller.optional().describe('settings of `lastgood controller` (all optional)'),
+    render: z
+      .object({
+        kustomize: z.string().min(1).default('auto').describe('auto: kustomize, else kubectl kustomize, found on the PATH; off: never render; or the path of a kustomize (or kubectl) binary'),
+      })
+      .strict()
+      .optional()
+      .describe('the render check: build each planned revert as the engine would, with kustomize, before writing it'),
     targets: z.array(Target).min(1, 'at least one target is needed'),
   })
   .strict()
@@ -307,6 +318,8 @@ export const ConfigSchema = z
     config.targets.forEach((t, i) => {
       if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `duplicate target name "${t.name}"` });
       seen.add(t.name);
+      const workload = t.analysis ? analysisWorkload(t.analysis, t.resources) : undefined;
+      if (typeof workload === 'string') ctx.addIssue({ code: 'custom', path: ['targets', i, 'analysis'], message: workload });
       // a wait as long as maxAge could never act: the failure would be ignored before the wait ends
       const maxAge = t.maxAge ?? config.defaults.maxAge;
       const maxAgeMs = maxAge === 'off' ? undefined : parseDuration(maxAge);
@@ -361,6 +374,8 @@ export interface ResolvedTarget {
   blastRadius: { allowEmpty: boolean; allowUntouchedFiles: boolean };
   /** hazards this target opts in to reverting anyway */
   allowRevertDuring: Array<z.output<typeof RevertHazards>[number]>;
+  /** metric checks after each rollout of its workload (src/analysis/) */
+  analysis?: ResolvedAnalysis;
 }
 
 export function resolveTarget(config: Config, target: TargetConfig): ResolvedTarget {
@@ -382,7 +397,15 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     freezeUntil: target.freezeUntil ?? d.freezeUntil,
     blastRadius: { allowEmpty: target.blastRadius?.allowEmpty ?? false, allowUntouchedFiles: target.blastRadius?.allowUntouchedFiles ?? false },
     allowRevertDuring: target.allowRevertDuring ?? [],
+    ...(target.analysis ? { analysis: resolveAnalysis(target) } : {}),
   };
+}
+
+function resolveAnalysis(target: TargetConfig): ResolvedAnalysis {
+  const { workload: _named, window, ...rest } = target.analysis!;
+  const workload = analysisWorkload(target.analysis!, target.resources);
+  if (typeof workload === 'string') throw new Error(workload); // refused by the schema already
+  return { ...rest, workload, windowMs: parseDuration(window)! };
 }
 
 function offOrMs(value: string): number | undefined {

@@ -30,7 +30,9 @@ import { Controller as ControllerSchema, resolveTarget, type Config, type Contro
 import { failingRevision } from '../decide/guards.ts';
 import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
 import type { RepoGuards, Verdict } from '../decide/types.ts';
-import { assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine.ts';
+import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine.ts';
+import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
+import { clusterReader } from '../observe/kube.ts';
 import { LastgoodError, RemoteError } from '../errors.ts';
 import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
 import { groupKind, type Observed } from '../observe/types.ts';
@@ -66,6 +68,10 @@ export interface ControllerOptions {
   processMetrics?: boolean;
   /** the clock decisions are made on and deadlines kept by (default: the real one; tests drive their own) */
   clock?: Clock;
+  /** where files named by the config are (analysis.prometheus.auth.*File; default: the working directory) */
+  configDir?: string;
+  /** observer, for tests and the benchmark: a target's metric checks after each update (the measurements it took) */
+  onAnalysed?(target: string, result: AnalysisResult): void;
 }
 
 export interface Controller {
@@ -111,6 +117,16 @@ interface Slot {
   /** commits recorded as verified last-known-good for this target (full SHAs) */
   recorded: Set<string>;
   log: Logger;
+  /** metric checks (src/analysis/): the session keeps the measurements; an update runs off the hot path */
+  analysis?: {
+    session: AnalysisSession;
+    /** the workload object the last update saw (an update is due when it changes) */
+    seen?: unknown;
+    /** an update is running or queued: the evaluation waits for it before acting */
+    pending: boolean;
+    /** the evidence the last evaluation used (the engine's run and record see the same) */
+    evidence?: AnalysisResult['evidence'];
+  };
 }
 
 const DEFAULT_GRACE_MS = 20_000;
@@ -139,6 +155,12 @@ export function createController(opts: ControllerOptions): Controller {
     recorded: new Set(),
     log: log.child({ target: target.name }),
   }));
+  // metric checks: one session per target that has them; templates and ReplicaSets are read by name, on demand
+  const sessionOf = analysisSessions(config, { read: clusterReader(kc), provider: { relativeTo: opts.configDir ?? process.cwd(), env: process.env } });
+  for (const slot of slots) {
+    const session = sessionOf(slot.target);
+    if (session) slot.analysis = { session, pending: false };
+  }
   const byKey = new Map<string, Slot[]>();
   const byKind = new Map<string, Slot[]>();
   for (const slot of slots) {
@@ -229,7 +251,9 @@ export function createController(opts: ControllerOptions): Controller {
       const o = watch.get(key);
       if (o) observed.push(o);
     }
-    const verdict = assessTarget(slot.target, observed, new Date(now), allResources);
+    const analysis = slot.analysis ? analyse(slot, observed, now) : undefined;
+    if (slot.analysis) slot.analysis.evidence = analysis?.evidence ?? [];
+    const verdict = assessTarget(slot.target, observed, new Date(now), allResources, analysis?.evidence);
     const before = slot.verdict?.verdict;
     slot.track = observe(slot.track, verdict, now);
     slot.verdict = verdict;
@@ -240,11 +264,55 @@ export function createController(opts: ControllerOptions): Controller {
     if (before !== verdict.verdict) metrics.verdictChanged(before, verdict.verdict);
     metrics.decision(evaluation.decision.action);
     metrics.synced(slot.target.name, now);
-    schedule(slot, evaluation.nextAt);
+    schedule(slot, earliest(evaluation.nextAt, analysis?.nextAt));
     tell(slot, evaluation);
     // the observer is told when the decision was made (a batch shares one clock reading `now`)
     if (opts.onEvaluated) opts.onEvaluated(slot.target.name, evaluation, clock.now(), changedAt);
     consider(slot, now);
+  }
+
+  /**
+   * A target's metric checks: the evidence of the last update, and a new update (off the hot path,
+   * its queries bounded) when the workload changed or a measurement is due; the target is evaluated
+   * again when it ends.
+   */
+  function analyse(slot: Slot, observed: Observed[], now: number): AnalysisResult | undefined {
+    const a = slot.analysis!;
+    const last = a.session.last;
+    const w = slot.target.analysis!.workload;
+    const workload = observed.find((o) => o.object.kind === w.kind && o.object.metadata.name === w.name && o.object.metadata.namespace === w.namespace)?.object;
+    const due = !last || a.seen !== workload || (last.nextAt !== undefined && last.nextAt <= now);
+    if (due && !a.pending) {
+      a.pending = true;
+      const seen = workload;
+      analysisJobs.push(async () => {
+        try {
+          const result = await a.session.update(observed, Date.now());
+          a.seen = seen;
+          for (const e of result.evidence) if (e.problem?.code === 3) metrics.remoteError(/^(kubernetes|prometheus)/.exec(e.problem.message)?.[1] ?? 'prometheus');
+          opts.onAnalysed?.(slot.target.name, result);
+        } catch (error) {
+          slot.log.error({ err: error }, 'metric analysis failed');
+        } finally {
+          a.pending = false;
+          if (!stopping) enqueue(slot);
+        }
+      });
+      pumpAnalysis();
+    }
+    return last ?? notYetAnalysed(slot.target);
+  }
+  const analysisJobs: Array<() => Promise<void>> = [];
+  let analysisRunning = 0;
+  const ANALYSIS_CONCURRENCY = 16;
+  function pumpAnalysis(): void {
+    while (!stopping && analysisRunning < ANALYSIS_CONCURRENCY && analysisJobs.length > 0) {
+      analysisRunning++;
+      void analysisJobs.shift()!().finally(() => {
+        analysisRunning--;
+        pumpAnalysis();
+      });
+    }
   }
 
   /** Logs a target's verdict and decision when they change (not on every observation). */
@@ -258,7 +326,8 @@ export function createController(opts: ControllerOptions): Controller {
   /** The leader's part: act on the evaluation, or record a healthy revision. */
   function consider(slot: Slot, now: number): void {
     const e = slot.evaluation;
-    if (!e || !leading || stopping || slot.busy) return;
+    // a decision on metric evidence older than what is observed waits for the update under way
+    if (!e || !leading || stopping || slot.busy || slot.analysis?.pending) return;
     if (e.act) work(slot, () => act(slot));
     else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes && e.soak?.ok) {
       const sha = revisionOf(e.verdict);
@@ -369,7 +438,7 @@ export function createController(opts: ControllerOptions): Controller {
     }
     const outcome = await runTracked({
       config, observed: slot.observed, now: new Date(now), target: slot.target, evaluation: e, observations: slot.track.failedInARow, guards,
-      repo, dryRun: false, log: tlog, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}),
+      repo, dryRun: false, log: tlog, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}), ...analysisOf(slot),
     });
     if (opts.afterDeliver && outcome.action === 'revert' && outcome.created) await opts.afterDeliver(outcome);
     slot.guards = undefined;
@@ -423,7 +492,7 @@ export function createController(opts: ControllerOptions): Controller {
       const sha = revisionOf(slot.verdict!);
       if (!sha || isRecorded(slot, sha) || slot.verdict?.verdict !== 'healthy') return;
       const watched = slot.track.healthy ? new Map([[slot.target.name, slot.track.healthy]]) : undefined;
-      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo, ...(watched ? { watched } : {}) })) {
+      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo, ...analysisOf(slot), ...(watched ? { watched } : {}) })) {
         if (r.recorded && r.commit) {
           slot.recorded.add(r.commit);
           metrics.recorded();
@@ -506,6 +575,15 @@ export function createController(opts: ControllerOptions): Controller {
       detail: { synced, leader: leading, ...(elector ? { holder: elector.holder } : {}), ...(stopping ? { stopping: true } : {}) },
     };
   }
+}
+
+/** The metric evidence a slot's last evaluation used, for the engine's run and record. */
+function analysisOf(slot: Slot): { analysis?: Map<string, { evidence: AnalysisResult['evidence'] }> } {
+  return slot.analysis ? { analysis: new Map([[slot.target.name, { evidence: slot.analysis.evidence ?? [] }]]) } : {};
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 /** The failing revision of a failed verdict, the running one of a healthy verdict. */

@@ -19,12 +19,15 @@ export interface RunControllerOptions {
   repo: RepoBackend;
   log: Logger;
   commitUrl?: (sha: string) => string;
+  /** --kubeconfig, --context */
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
 }
 
 /** Runs until a stop signal; resolves with the exit code. */
 export async function runController(opts: RunControllerOptions): Promise<0> {
   // no kubeconfig at all stops the controller at start, said as such (exit 2): there is nothing to retry
-  const kc = loadKubeConfig();
+  const kc = loadKubeConfig(opts);
   const hang = process.env.LASTGOOD_TEST_HANG_AFTER_DELIVER === '1';
   const controller = createController({
     config: opts.config, kc, repo: opts.repo, log: opts.log,

@@ -93,7 +93,7 @@ interface GqlContents {
   object?: (Partial<GqlBlob> & { oid: string; entries?: GqlTreeEntry[] }) | null;
 }
 
-/** The state of a path in a commit, as the tree walk sees it (tree-walk.ts entryAt). */
+/** The state of a path in a commit, as the tree walk sees it (tree-walk.ts entryAt: a symlink on the way is `symlink`, one at the end an entry). */
 export type PathState = { kind: 'entry'; oid: string; mode: string; type: string } | { kind: 'absent' } | { kind: 'symlink'; at: string };
 
 export interface ReadsOptions {
@@ -307,7 +307,7 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
         if (!entries) return undefined;
         const e = entries.find((x) => x.path === name);
         if (!e) return { kind: 'absent' };
-        if (e.mode === '120000') return { kind: 'symlink', at: [folder, ...rest.slice(0, i + 1)].join('/') };
+        if (e.mode === '120000' && i < rest.length - 1) return { kind: 'symlink', at: [folder, ...rest.slice(0, i + 1)].join('/') };
         if (i === rest.length - 1) return { kind: 'entry', oid: e.oid, mode: e.mode, type: e.type };
         if (e.type !== 'tree') return { kind: 'absent' };
         tree = e.oid;
@@ -578,7 +578,7 @@ function stateOf(files: Record<string, unknown>, prefixes: string[]): PathState 
   for (const [k, prefix] of prefixes.entries()) {
     const e = files[`f${k}`] as GqlEntry | null | undefined;
     if (!e) return { kind: 'absent' };
-    if (e.mode === SYMLINK_MODE) return { kind: 'symlink', at: prefix };
+    if (e.mode === SYMLINK_MODE && k < prefixes.length - 1) return { kind: 'symlink', at: prefix };
     if (k < prefixes.length - 1) {
       if (e.type !== 'tree') return { kind: 'absent' };
       continue;

@@ -7,7 +7,7 @@ import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from 
 import type { NotesStore } from '../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend } from '../repo/types.ts';
 import { reviewBranch } from './branch.ts';
-import { checkEntryName, type TreeItem } from './tree-walk.ts';
+import { checkEntryName, symlinkFolderRefusal, type TreeItem } from './tree-walk.ts';
 import { GitHubGraphQL, isLostAnswer, protectionMessage, protectionRule, SEND_ONCE, type GraphQLErrorItem, type Permission } from './github-graphql.ts';
 import { lastgoodTarget, revertedBy } from '../history/trailers.ts';
 import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './github-reads.ts';
@@ -314,6 +314,11 @@ class GitHubRepo implements GitHubBackend {
       const state = await this.reads.pathState(commit, clean);
       if (state.kind === 'symlink') throw symlinkRefusal(clean, state.at);
       if (state.kind === 'absent') continue;
+      if (state.mode === '120000') {
+        if (p.endsWith('/')) throw symlinkFolderRefusal(clean);
+        out.set(clean, { oid: state.oid, mode: state.mode });
+        continue;
+      }
       if (state.type === 'tree') await this.reads.collectFolder(state.oid, clean, out);
       else if (state.type === 'blob' && !p.endsWith('/')) out.set(clean, { oid: state.oid, mode: state.mode });
     }

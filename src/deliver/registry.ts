@@ -2,6 +2,7 @@ import path from 'node:path';
 import { ConfigError, InputError, redact } from '../errors.ts';
 import type { Config } from '../config/schema.ts';
 import type { RepoBackend } from '../repo/types.ts';
+import type { TransferEvent } from '../report/progress.ts';
 import { LocalRepo } from './local.ts';
 import { parseGitHubUrl } from './github-url.ts';
 import { gitRemoteMatches } from './git-remote/match.ts';
@@ -21,6 +22,8 @@ export interface OpenRepoOptions {
   repo?: Partial<Config['repo']>;
   /** warnings that do not stop a run (credentials over plain http, a redirect to another host) */
   onWarning?: (message: string) => void;
+  /** the bytes of a transfer as they arrive, for a door that shows progress (git over HTTPS) */
+  onProgress?: (event: TransferEvent) => void;
 }
 
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */

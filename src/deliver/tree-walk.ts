@@ -41,7 +41,11 @@ async function readChecked(readTree: ReadTree, oid: string, under: string): Prom
 /** A path under a folder; the repository root is the empty prefix. */
 export const joinPath = (prefix: string, name: string): string => (prefix ? `${prefix}/${name}` : name);
 
-/** Walks `path` one tree at a time from `root`; a path through a symlink is refused (DESIGN.md Config). */
+/**
+ * Walks `path` one tree at a time from `root`; a path through a symlink is refused (DESIGN.md
+ * Config). A symlink at the end of the path is an entry like a file (its blob is the link's text):
+ * a revert may restore it, and nothing is read or written through it.
+ */
 export async function entryAt(readTree: ReadTree, root: string, path: string): Promise<TreeItem | undefined> {
   const parts = path.split('/').filter(Boolean);
   let current: TreeItem = { path: '', oid: root, mode: '040000', type: 'tree' };
@@ -49,7 +53,7 @@ export async function entryAt(readTree: ReadTree, root: string, path: string): P
     if (current.type !== 'tree') return undefined;
     const entry = (await readChecked(readTree, current.oid, parts.slice(0, i).join('/'))).find((e) => e.path === part);
     if (!entry) return undefined;
-    if (entry.mode === SYMLINK) {
+    if (entry.mode === SYMLINK && i < parts.length - 1) {
       throw new InputError(`the target path "${path}" goes through a symlink at "${parts.slice(0, i + 1).join('/')}": refused`);
     }
     current = entry;
@@ -64,6 +68,12 @@ export async function filesUnder(readTree: ReadTree, root: string, paths: string
     const clean = p.replace(/\/+$/, '');
     const entry = await entryAt(readTree, root, clean);
     if (!entry) continue;
+    if (entry.mode === SYMLINK) {
+      // a folder path that is itself a symlink: listing it would read through the link
+      if (p.endsWith('/')) throw symlinkFolderRefusal(clean);
+      out.set(clean, { oid: entry.oid, mode: entry.mode });
+      continue;
+    }
     if (entry.type === 'tree') await collect(entry.oid, clean, out);
     else if (entry.type === 'blob' && !p.endsWith('/')) out.set(clean, { oid: entry.oid, mode: entry.mode });
   }
@@ -73,6 +83,11 @@ export async function filesUnder(readTree: ReadTree, root: string, paths: string
     parts.forEach((name, i) => checkEntryName(name, parts.slice(0, i).join('/')));
   }
   return out;
+}
+
+/** A target folder that is a symlink, refused as a path through a symlink is. */
+export function symlinkFolderRefusal(path: string): InputError {
+  return new InputError(`the target path "${path}/" goes through a symlink at "${path}": refused`);
 }
 
 export async function collectByWalking(readTree: ReadTree, oid: string, prefix: string, out: Map<string, FileEntry>): Promise<void> {

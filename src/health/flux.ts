@@ -227,6 +227,9 @@ function helmReleaseRevisions(object: KubeObject): { attempted?: Revision; lastS
     const chart = str(e.chartVersion);
     if (chart) {
       out.lastSucceeded = parseChartVersion(chart, str(e.ociDigest) ? 'not-git' : suffix, str(e.chartName) ?? chartName);
+      // when that release last went out (snapshot_types.go lastDeployed): a values change older than it ran then
+      const at = str(e.lastDeployed) ?? str(e.firstDeployed);
+      if (at) out.lastSucceeded.at = at;
       break;
     }
   }

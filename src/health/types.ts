@@ -24,6 +24,8 @@ export interface Revision {
   chartName?: string;
   /** container images, "repo:tag" or "repo@sha256:…" */
   images?: string[];
+  /** ISO time at which the engine last applied this revision, where the object tells it (a HelmRelease history snapshot's lastDeployed) */
+  at?: string;
   /**
    * Multi-source Argo CD Applications: one revision per source, index-aligned with
    * `spec.sources` (a git SHA, or a chart version in `raw`/`chart`). `sha` above is the first git SHA among them.

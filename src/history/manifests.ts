@@ -52,6 +52,8 @@ export function manifestFacts(content: Uint8Array | string, path = ''): Manifest
     return out;
   }
   for (const doc of docs) {
+    // a JSON6902 patch is a list of operations: its values may set images too
+    if (Array.isArray(doc)) walk(doc, out.images, false);
     if (!isRec(doc)) continue;
     chartOf(doc, out.charts);
     const kustomize = doc.kind === 'Kustomization' ? typeof doc.apiVersion === 'string' && doc.apiVersion.startsWith('kustomize.config.k8s.io') : KUSTOMIZATION_FILE.test(path) && doc.kind === undefined;

@@ -4,36 +4,49 @@ import { scrubDeep } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
-/**
- * The cluster through the usual kubeconfig rules (`file`, else KUBECONFIG, ~/.kube/config, the
- * in-cluster service account). With none of them, client-node falls back to http://localhost:8080
- * and every request then fails with "HTTP protocol is not allowed when skipTLSVerify is not set":
- * that is said as what it is, bad usage (exit 2), before any request. A kubeconfig that does not
- * parse is bad input naming the file.
- */
-export function loadKubeConfig(file?: string): KubeConfig {
-  const kc = new KubeConfig();
-  const source = file ?? (process.env.KUBECONFIG || undefined);
-  try {
-    if (file) kc.loadFromFile(file);
-    else kc.loadFromDefault();
-  } catch (error) {
-    throw new InputError(`cannot read the kubeconfig: ${(error as Error).message}`, { ...(source ? { file: source } : {}), cause: error });
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new InputError(`the kubeconfig names no current cluster (its current-context "${kc.getCurrentContext()}" has none): set one with kubectl config use-context`, source ? { file: source } : {});
-  // client-node's fallback when nothing is configured (config.js loadFromDefault): no cluster at all
-  if (!file && cluster.name === 'cluster' && cluster.server === 'http://localhost:8080' && kc.getCurrentUser()?.name === 'user') {
-    throw new InputError('no Kubernetes cluster to read: KUBECONFIG is not set, there is no ~/.kube/config, and this is not a pod with a service account; set KUBECONFIG (the Action: the kubeconfig input), or give --snapshot files instead of the cluster');
-  }
-  return kc;
-}
-
 export interface ResourceRef {
   apiVersion: string;
   kind: string;
   namespace?: string;
   name: string;
+}
+
+export interface KubeConfigChoice {
+  /** a kubeconfig file (--kubeconfig), instead of KUBECONFIG / ~/.kube/config / the service account */
+  kubeconfig?: string | undefined;
+  /** a context of it (--context), instead of its current-context */
+  context?: string | undefined;
+}
+
+/**
+ * The cluster to talk to, by kubectl's rules: --kubeconfig, else KUBECONFIG, else ~/.kube/config,
+ * else the in-cluster service account; --context picks a context other than the current one.
+ * With none of them, client-node falls back to http://localhost:8080 and every request then fails
+ * with "HTTP protocol is not allowed when skipTLSVerify is not set": that is said as what it is,
+ * bad usage (exit 2), before any request (the controller stops at start instead of retrying). A
+ * kubeconfig that cannot be read is bad input naming the file.
+ */
+export function loadKubeConfig(choice: KubeConfigChoice = {}): KubeConfig {
+  const kc = new KubeConfig();
+  const source = choice.kubeconfig ?? (process.env.KUBECONFIG || undefined);
+  try {
+    if (choice.kubeconfig) kc.loadFromFile(choice.kubeconfig);
+    else kc.loadFromDefault();
+  } catch (error) {
+    throw new InputError(`cannot read the kubeconfig: ${(error as Error).message}`, { ...(source ? { file: source } : {}), cause: error });
+  }
+  if (choice.context) {
+    const names = kc.getContexts().map((c) => c.name);
+    if (!names.includes(choice.context)) throw new InputError(`--context ${choice.context}: no such context in the kubeconfig (it has: ${names.join(', ') || 'none'})`);
+    kc.setCurrentContext(choice.context);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new InputError(`the kubeconfig names no current cluster (its current-context "${kc.getCurrentContext()}" has none): choose one with --context or kubectl config use-context`, source ? { file: source } : {});
+  // client-node's fallback when nothing is configured (config.js loadFromDefault): no cluster at all
+  if (!choice.kubeconfig && cluster.name === 'cluster' && cluster.server === 'http://localhost:8080' && kc.getCurrentUser()?.name === 'user') {
+    throw new InputError('no Kubernetes cluster to read: KUBECONFIG is not set, there is no ~/.kube/config, and this is not a pod with a service account; set KUBECONFIG or --kubeconfig (the Action: the kubeconfig input), or give --snapshot files instead of the cluster');
+  }
+  return kc;
 }
 
 /**
@@ -42,8 +55,8 @@ export interface ResourceRef {
  * verdict shows it as NotFound); any other API failure is a RemoteError (exit 3). Every string of
  * an object is scrubbed of secrets and bounded before anything else sees it (src/scrub.ts).
  */
-export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string): Promise<Observed[]> {
-  const kc = loadKubeConfig(kubeconfig);
+export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string, context?: string): Promise<Observed[]> {
+  const kc = loadKubeConfig({ kubeconfig, context });
   const api = KubernetesObjectApi.makeApiClient(kc);
   const seen = new Set<string>();
   const out: Observed[] = [];
@@ -64,4 +77,26 @@ export async function readFromCluster(resources: ResourceRef[], kubeconfig?: str
     out.push({ object: scrubbed, source: 'kube' });
   }
   return out;
+}
+
+/**
+ * One object by name, on demand (what metric analysis reads besides the watched objects: the new
+ * ReplicaSet of a rollout, AnalysisTemplates, MetricTemplates): undefined when it does not exist,
+ * RemoteError when the API fails. Scrubbed like every object read.
+ */
+export function clusterReader(kubeconfig?: string | KubeConfig, context?: string): (ref: ResourceRef) => Promise<KubeObject | undefined> {
+  let api: KubernetesObjectApi | undefined;
+  return async (ref) => {
+    api ??= KubernetesObjectApi.makeApiClient(kubeconfig instanceof KubeConfig ? kubeconfig : loadKubeConfig({ kubeconfig, context }));
+    try {
+      const object = (await api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) } })) as unknown as KubeObject;
+      const scrubbed = scrubDeep(object);
+      checkStatusTimes(scrubbed, 'kube');
+      return scrubbed;
+    } catch (error) {
+      const code = (error as { code?: number; statusCode?: number }).code ?? (error as { statusCode?: number }).statusCode;
+      if (code === 404) return undefined;
+      throw new RemoteError('kubernetes', `cannot read ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${(error as Error).message}`, { status: code, cause: error });
+    }
+  };
 }

@@ -64,6 +64,8 @@ function targetSection(t: TargetOutcome, ctx: SummaryContext): string[] {
   if (t.pullRequest) facts.push(`- Pull request: ${t.pullRequest}${t.created === false ? ' (already open)' : ''}`);
   if (t.commit) facts.push(`- ${t.created === false ? 'Existing' : 'New'} commit: ${link(t.commit)}${t.branch ? ` on \`${t.branch}\`` : ''}`);
   if (facts.length) out.push(...facts, '');
+  if (t.checked) out.push(`**Checked:** ${escapeInline(t.checked.summary)}`, '');
+  if (t.checked?.rendered) out.push(t.checked.rendered.markdown, '');
   if (t.diffStat) out.push('```', t.diffStat.trimEnd(), '```', '');
   if (t.diff) out.push('<details><summary>Diff (dry run)</summary>', '', '```diff', t.diff.trimEnd(), '```', '', '</details>');
   return out;

@@ -6,21 +6,53 @@ import { redact } from '../scrub.ts';
  * The human report of check/run/revert: what each target's verdict is, why, and what was done.
  * Evidence was scrubbed where it entered (observe); the text is scrubbed again on the way out.
  */
-export function formatReport(report: Report, opts: { showDiff?: boolean } = {}): string {
+export interface FormatOptions {
+  showDiff?: boolean;
+  /** a terminal: colours (unless NO_COLOR) and the evidence in aligned columns; a pipe or file gets plain text */
+  tty?: { color: boolean };
+}
+
+export function formatReport(report: Report, opts: FormatOptions = {}): string {
   return redact(report.targets.map((t) => formatTarget(t, opts)).join('\n'));
 }
 
-const VERDICT_LABEL: Record<TargetOutcome['verdict'], string> = { healthy: 'HEALTHY', progressing: 'PROGRESSING', failed: 'FAILED', stuck: 'STUCK' };
+/**
+ * A terminal gets aligned columns and colours, as flux and argocd print them; colours never when
+ * NO_COLOR is set to anything but "" (no-color.org). A pipe or a file gets the plain text that
+ * scripts and the tests read, whatever the environment says.
+ */
+export function terminalStyle(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): FormatOptions['tty'] {
+  if (!stream.isTTY) return undefined;
+  return { color: !env.NO_COLOR };
+}
 
-function formatTarget(t: TargetOutcome, opts: { showDiff?: boolean }): string {
+const VERDICT_LABEL: Record<TargetOutcome['verdict'], string> = { healthy: 'HEALTHY', progressing: 'PROGRESSING', failed: 'FAILED', stuck: 'STUCK' };
+const SGR = { red: '31', green: '32', yellow: '33', cyan: '36', bold: '1', dim: '2' } as const;
+const VERDICT_COLOR: Record<TargetOutcome['verdict'], keyof typeof SGR> = { healthy: 'green', progressing: 'yellow', failed: 'red', stuck: 'red' };
+const ACTION_COLOR: Record<TargetOutcome['action'], keyof typeof SGR> = { none: 'dim', wait: 'yellow', alert: 'red', revert: 'cyan' };
+const STATE_COLOR: Record<string, keyof typeof SGR> = { healthy: 'green', progressing: 'yellow', suspended: 'yellow', failed: 'red', unknown: 'dim' };
+
+function formatTarget(t: TargetOutcome, opts: FormatOptions): string {
+  const paint = (color: keyof typeof SGR | undefined, text: string, bold = false) => (opts.tty?.color && color ? `\x1b[${bold ? '1;' : ''}${SGR[color]}m${text}\x1b[0m` : text);
   const lines: string[] = [];
-  lines.push(`${t.name}: ${VERDICT_LABEL[t.verdict]}${t.class && t.verdict === 'failed' ? ` (${t.class})` : ''}`);
+  lines.push(`${paint(undefined, t.name)}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${t.class})` : ''}`);
   lines.push(`  evidence:`);
-  for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`);
-  lines.push(`  decision: ${t.action} — ${t.reason}`);
+  if (opts.tty) {
+    // aligned columns: object, state, reason, then since and the message
+    const rows = t.evidence.map((e) => ({ ref: `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`, e }));
+    const width = Math.max(0, ...rows.map((r) => r.ref.length));
+    const stateWidth = Math.max(0, ...rows.map((r) => r.e.state.length));
+    for (const { ref, e } of rows) {
+      const msg = e.message ? `: ${e.message.replace(/\s*\n\s*/g, ' ').slice(0, 160)}` : '';
+      lines.push(`    ${ref.padEnd(width)}  ${paint(STATE_COLOR[e.state], e.state.padEnd(stateWidth))}  (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`, ...analysisRows(e));
+    }
+  } else for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`, ...analysisRows(e));
+  lines.push(`  decision: ${paint(ACTION_COLOR[t.action], t.action, true)} — ${t.reason}`);
   if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.join(', ')}`);
   if (t.explanation) lines.push(`  found by: ${t.explanation}`);
   if (t.lastKnownGood) lines.push(`  last-known-good: ${t.lastKnownGood} (${t.lkg ?? (t.verified ? 'verified: observed healthy' : 'unverified')})`);
+  if (t.checked) lines.push(`  checked: ${t.checked.summary}`);
+  if (t.checked?.rendered) lines.push(`  rendered: ${t.checked.rendered.summary}`);
   if (t.error) lines.push(`  error (exit ${t.error.code}): ${t.error.message}`);
   for (const n of t.notes ?? []) lines.push(`  note: ${n}`);
   if (t.commit) lines.push(`  ${t.created === false ? 'existing commit' : 'new commit'}: ${t.commit}${t.branch ? ` on ${t.branch}` : ''}`);
@@ -28,6 +60,7 @@ function formatTarget(t: TargetOutcome, opts: { showDiff?: boolean }): string {
   if (t.diffStat && (t.commit || t.diff)) lines.push(...t.diffStat.split('\n').map((l) => `  ${l}`));
   // a dry run's diff on request; a plan that was refused (blast radius) is always shown
   if (t.diff && (opts.showDiff || t.action === 'alert')) lines.push('', t.diff);
+  if (t.checked?.rendered && opts.showDiff) lines.push('', t.checked.rendered.text);
   return lines.join('\n') + '\n';
 }
 
@@ -35,6 +68,19 @@ function evidenceRow(e: Evidence): string {
   const ref = `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`;
   const msg = e.message ? `: ${e.message.replace(/\s*\n\s*/g, ' ').slice(0, 160)}` : '';
   return `${ref} ${e.state} (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`;
+}
+
+/** A metric check's query, condition, latest value and time, and what comes next (README "Metric checks"). */
+function analysisRows(e: Evidence): string[] {
+  const a = e.analysis;
+  if (!a) return [];
+  const rows: string[] = [];
+  const last = a.measurements[a.measurements.length - 1];
+  rows.push(`      ${a.phase}: ${a.taken}${a.count !== undefined ? ` of ${a.count}` : ''} measurement${a.taken === 1 && a.count === undefined ? '' : 's'}, ${a.failed} failed, ${a.inconclusive} inconclusive, ${a.errors} in error${a.rollout ? `; window from ${a.rollout.start} (${a.rollout.startedBy})` : ''}`);
+  if (last) rows.push(`      last: ${last.value || 'no value'} at ${last.at}: ${last.phase} (${last.message.replace(/\s*\n\s*/g, ' ').slice(0, 200)})`);
+  for (const q of a.queries) rows.push(`      ${a.queries.length > 1 ? `${q.name}: ` : ''}${q.condition}; query: ${q.query.replace(/\s+/g, ' ').trim().slice(0, 300)}`);
+  if (a.nextAt) rows.push(`      next measurement at ${a.nextAt}`);
+  return rows;
 }
 
 /** The DESIGN.md --json document, scrubbed (redact keeps JSON text valid). */
@@ -49,6 +95,7 @@ function jsonTarget(t: TargetOutcome): Record<string, unknown> {
       apiVersion: e.apiVersion, kind: e.kind, namespace: e.namespace ?? null, name: e.name, state: e.state, reason: e.reason, message: e.message,
       ...(e.since ? { since: e.since } : {}),
       ...(e.attempted?.raw || e.attempted?.sha ? { revision: e.attempted.raw ?? e.attempted.sha } : {}),
+      ...(e.analysis ? { analysis: e.analysis } : {}),
     })),
     bad: t.bad, lastKnownGood: t.lastKnownGood ?? null, verified: t.verified ?? null,
     action: t.action, reason: t.reason, commit: t.commit ?? null, pullRequest: t.pullRequest ?? null,
@@ -58,6 +105,7 @@ function jsonTarget(t: TargetOutcome): Record<string, unknown> {
   if (t.diff !== undefined) out.diff = t.diff;
   if (t.explanation) out.explanation = t.explanation;
   if (t.notes) out.notes = t.notes;
+  if (t.checked) out.checked = { summary: t.checked.summary, ...(t.checked.rendered ? { rendered: { summary: t.checked.rendered.summary, diff: t.checked.rendered.text } } : {}) };
   if (t.error) out.error = t.error;
   return out;
 }

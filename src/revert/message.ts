@@ -18,6 +18,8 @@ export interface MessageInput {
   /** a person's reason (lastgood revert --reason) */
   reason?: string;
   now: Date;
+  /** how the plan was checked against what the engine builds, and the rendered diff where a renderer ran */
+  checked?: { summary: string; rendered?: { summary: string; markdown: string } };
 }
 
 const short = (sha: string) => sha.slice(0, 12);
@@ -85,6 +87,7 @@ export function commitMessage(input: MessageInput): string {
     lastKnownGood: located.lastKnownGood,
     verified: lkgPhrase(located),
     explanation: located.explanation,
+    checked: input.checked ? `\nChecked: ${oneLine(input.checked.summary)}.${input.checked.rendered ? `\nRendered: ${oneLine(input.checked.rendered.summary)}.` : ''}` : '',
     evidence: evidenceBullets(verdict.evidence),
     badCommits: located.bad.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n'),
     later,
@@ -123,6 +126,9 @@ export function pullRequestText(input: PullRequestInput): { title: string; body:
     lastKnownGoodLink: link(located.lastKnownGood),
     verified: located.verified ? '**verified**: observed healthy by lastgood' : `**unverified**: ${lkgPhrase(located).replace(/^unverified: /, '')}`,
     explanation: cell(located.explanation),
+    checked: input.checked
+      ? `\n### What changes in the cluster\n\n${cell(input.checked.summary)}.${input.checked.rendered ? `\n\n${input.checked.rendered.markdown}` : '\n\n_No kustomize was available to render the change; the model of what the engine reads checked it._'}\n`
+      : '',
     diffStat: '```\n' + input.diffStat + '\n```',
     frozen: [noteLines.length ? `### Notes\n\n${noteLines.join('\n')}` : '', frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : ''].filter(Boolean).join('\n\n'),
     now: input.now.toISOString(),

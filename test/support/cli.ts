@@ -1,9 +1,14 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureCli } from '../../scripts/build-cli.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin', 'lastgood.js');
+
+// BIN runs the bundle (dist/cli/), as an installed package does: built here when a source is newer,
+// so a test never runs yesterday's CLI (npm ci builds it too)
+await ensureCli();
 
 export interface CliResult {
   code: number;
@@ -11,7 +16,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the CLI as a user does: a spawned process, with Node 24 (this process's node). */
+/** Runs the CLI as a user does: a spawned process running the bundle, with this process's Node. */
 export function lastgood(args: string[], opts: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env } });

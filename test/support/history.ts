@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { evidenceFor } from '../../src/decide/verdict.ts';
@@ -14,6 +14,8 @@ import { git, makeRepo, tempDir } from './git.ts';
 import { startGitHubEmulator } from './github-emulator.ts';
 import { startGitHttpServer } from './git-http-server.ts';
 import { RemoteRepo } from '../../src/deliver/git-remote/remote-repo.ts';
+import { modelTarget } from '../../src/model/index.ts';
+import { verifyPlan, type Verification } from '../../src/verify/model-check.ts';
 
 /**
  * Histories as teams really have them, built with native git, and the same locate/plan run
@@ -127,20 +129,29 @@ export function evidenceOf(objects: object[], resources?: Array<{ apiVersion: st
   return evidenceFor({ resources: refs }, observed, now);
 }
 
+/** The engine side of a target: the resources it lists and every object observed (engine objects with their spec). */
+export interface EngineSetup {
+  resources: Array<{ apiVersion: string; kind: string; namespace?: string; name: string }>;
+  objects: object[];
+}
+
 export interface Outcome {
   located?: Located;
   refused?: string;
+  /** the plan checked against the model of what the engine reads (only with an EngineSetup) */
+  verification?: Verification;
   /** the target's files after the planned revert (path → bytes), when a revert was planned */
   after?: Map<string, Buffer>;
   planConflict?: string;
 }
 
 /** locate + plan on one backend; the refusal's text when locate refuses. */
-export async function locateAndPlan(reader: RepoBackend, paths: string[], evidence: Evidence[], branch = 'main'): Promise<Outcome> {
+export async function locateAndPlan(reader: RepoBackend, paths: string[], evidence: Evidence[], branch = 'main', engine?: EngineSetup): Promise<Outcome> {
   const head = await reader.head(branch);
+  const model = engine ? modelTarget({ reader, target: { name: 'target', paths, resources: engine.resources }, observed: engine.objects.map((o) => ({ object: o as KubeObject, source: 'test' })) }) : undefined;
   let located: Located;
   try {
-    located = await locate({ reader, branch, head, paths, evidence });
+    located = await locate({ reader, branch, head, paths, evidence, ...(model ? { model } : {}) });
   } catch (error) {
     if ((error as Error).name === 'RevertImpossible') return { refused: `${(error as Error).message} ${((error as { details?: string[] }).details ?? []).join('; ')}` };
     throw error;
@@ -155,7 +166,9 @@ export async function locateAndPlan(reader: RepoBackend, paths: string[], eviden
       if ('delete' in f) after.delete(f.path);
       else after.set(f.path, Buffer.from('content' in f ? f.content : await reader.readBlob(f.oid)));
     }
-    return { located, after };
+    if (!model) return { located, after };
+    const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: plan.files, paths, evidence, how: located.how, bad: located.bad });
+    return { located, after, verification, ...(verification.refused ? { refused: `verify: ${verification.refused}` } : {}) };
   } catch (error) {
     return { located, planConflict: (error as Error).message };
   }
@@ -194,10 +207,20 @@ function synthetic(dir: string, tree: string, parent: string): string {
 
 function collect(root: string, rel: string, out: Map<string, Buffer>): void {
   const full = path.join(root, rel);
-  if (!existsSync(full)) return;
-  if (statSync(full).isDirectory()) {
+  if (!existsSync(full) && !isLink(full)) return;
+  // a symlink is its target's text, as git stores it
+  if (isLink(full)) out.set(rel, Buffer.from(readlinkSync(full)));
+  else if (statSync(full).isDirectory()) {
     for (const name of readdirSync(full)) collect(root, rel ? `${rel}/${name}` : name, out);
   } else out.set(rel, readFileSync(full));
+}
+
+function isLink(p: string): boolean {
+  try {
+    return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** Bytes as text for readable assertion failures. */
@@ -209,11 +232,11 @@ export function asText(files: Map<string, Buffer> | undefined): Record<string, s
  * locate + plan on every backend: they must agree (bad commits, last-known-good, refusal, bytes),
  * and where a revert was planned, native `git revert` of the same commits must write the same bytes.
  */
-export async function everyBackend(t: ExecutionContext, h: History, paths: string[], evidence: Evidence[]): Promise<Outcome> {
+export async function everyBackend(t: ExecutionContext, h: History, paths: string[], evidence: Evidence[], engine?: EngineSetup): Promise<Outcome> {
   const all = await backends(h.dir);
   const outcomes: Outcome[] = [];
   try {
-    for (const b of all) outcomes.push(await locateAndPlan(b.reader, paths, evidence));
+    for (const b of all) outcomes.push(await locateAndPlan(b.reader, paths, evidence, 'main', engine));
   } finally {
     for (const b of all) await b.close();
   }
@@ -222,10 +245,10 @@ export async function everyBackend(t: ExecutionContext, h: History, paths: strin
     const name = all[i + 1]!.name;
     t.deepEqual(o.located?.bad.map((c) => c.oid), local!.located?.bad.map((c) => c.oid), `${name}: same bad commits as local`);
     t.is(o.located?.lastKnownGood, local!.located?.lastKnownGood, `${name}: same last-known-good`);
-    t.is(Boolean(o.refused), Boolean(local!.refused), `${name}: refuses alike`);
+    t.is(o.refused, local!.refused, `${name}: refuses alike, with the same reason`);
     t.deepEqual(asText(o.after), asText(local!.after), `${name}: same bytes planned`);
   }
-  if (local!.located && local!.after) {
+  if (local!.located && local!.after && !local!.refused) {
     const oracle = gitRevertOracle(h.dir, local!.located, paths);
     t.falsy(oracle.conflict, 'git revert of the same commits is clean');
     t.deepEqual(asText(local!.after), asText(oracle.after), 'the bytes git revert writes');

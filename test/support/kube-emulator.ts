@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import jsyaml from 'js-yaml';
 import { PatchError, jsonPatch, mergePatch } from './kube-patch.ts';
-import { apiVersionOf, checkObject, describe, equalJson, loadCrds, type FieldError, type ResourceType } from './kube-schema.ts';
+import { apiVersionOf, checkObject, describe, equalJson, loadBuiltinSchemas, loadCrds, type FieldError, type ResourceType } from './kube-schema.ts';
 import { SelectorError, fieldsMatch, labelsMatch, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelRequirement } from './kube-select.ts';
 
 /**
@@ -184,8 +184,15 @@ function statusBody(code: number, reason: string, message: string, details?: Rec
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
 }
 
+/**
+ * Schemas of the built-in kinds lastgood install writes, from Kubernetes' OpenAPI
+ * (fixtures/kubernetes/builtin-definitions.yaml); the other built-ins are served unchecked.
+ */
+const BUILTIN_SCHEMAS = loadBuiltinSchemas(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/kubernetes/builtin-definitions.yaml'));
+
 function builtin(group: string, version: string, kind: string, plural: string, namespaced: boolean, statusSubresource: boolean, generation: boolean, shortNames: string[] = []): ResourceType {
-  return { group, version, kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), namespaced, shortNames, statusSubresource, custom: false, generation };
+  const schema = BUILTIN_SCHEMAS.get(`${group ? `${group}/` : ''}${version}/${kind}`);
+  return { group, version, kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), namespaced, shortNames, statusSubresource, custom: false, generation, ...(schema ? { schema, source: 'Kubernetes v1.35 OpenAPI' } : {}) };
 }
 
 const BUILTINS: ResourceType[] = [
@@ -200,6 +207,14 @@ const BUILTINS: ResourceType[] = [
   builtin('batch', 'v1', 'Job', 'jobs', true, true, true),
   builtin('coordination.k8s.io', 'v1', 'Lease', 'leases', true, false, false),
   builtin('events.k8s.io', 'v1', 'Event', 'events', true, false, false, ['ev']),
+  builtin('', 'v1', 'ServiceAccount', 'serviceaccounts', true, false, false, ['sa']),
+  builtin('', 'v1', 'Service', 'services', true, true, false, ['svc']),
+  builtin('', 'v1', 'Secret', 'secrets', true, false, false),
+  builtin('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false, false, false),
+  builtin('rbac.authorization.k8s.io', 'v1', 'ClusterRoleBinding', 'clusterrolebindings', false, false, false),
+  builtin('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', true, false, false),
+  builtin('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', true, false, false),
+  builtin('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets', true, true, true, ['pdb']),
 ];
 
 // Parsing the CRDs takes ~100 ms; emulators in one test process share the (read-only) result.

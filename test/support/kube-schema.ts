@@ -297,3 +297,55 @@ export function equalJson(a: unknown, b: unknown): boolean {
   const bo = b as Record<string, unknown>;
   return ak.length === Object.keys(bo).length && ak.every((k) => k in bo && equalJson((a as Record<string, unknown>)[k], bo[k]));
 }
+
+interface OpenApiV2 {
+  $ref?: string;
+  type?: Schema['type'];
+  format?: string;
+  enum?: unknown[];
+  required?: string[];
+  properties?: Record<string, OpenApiV2>;
+  items?: OpenApiV2;
+  additionalProperties?: OpenApiV2 | boolean;
+  'x-kubernetes-group-version-kind'?: Array<{ group: string; version: string; kind: string }>;
+}
+
+/**
+ * The built-in kinds' schemas from Kubernetes' OpenAPI (v2) definitions
+ * (fixtures/kubernetes/builtin-definitions.yaml), keyed by "apiVersion/kind": the checks kubectl's
+ * `--validate=strict` makes (unknown fields, types, required fields, enums), which is all the API
+ * server's OpenAPI says of a built-in kind. A `$ref` becomes the same Schema object (the graph may
+ * be cyclic; the walk follows the value, which is finite). `int-or-string` and resource quantities
+ * take an integer or a string, as the API server decodes them; defaults are left out (the server's
+ * defaulting of built-ins is Go code, not the OpenAPI's).
+ */
+export function loadBuiltinSchemas(file: string): Map<string, Schema> {
+  const { definitions } = jsyaml.load(readFileSync(file, 'utf8')) as { definitions: Record<string, OpenApiV2> };
+  const byName = new Map(Object.keys(definitions).map((name) => [name, {} as Schema]));
+  const intOrString = (name: string) => name === 'io.k8s.apimachinery.pkg.util.intstr.IntOrString' || name === 'io.k8s.apimachinery.pkg.api.resource.Quantity';
+  const convert = (o: OpenApiV2): Schema => {
+    if (o.$ref) {
+      const target = byName.get(o.$ref.replace('#/definitions/', ''));
+      if (!target) throw new Error(`${file}: ${o.$ref} is not defined`);
+      return target;
+    }
+    if (o.format === 'int-or-string') return { 'x-kubernetes-int-or-string': true };
+    const s: Schema = {};
+    if (o.type) s.type = o.type;
+    if (o.format === 'date-time') s.format = o.format;
+    if (o.enum) s.enum = o.enum;
+    if (o.required) s.required = o.required;
+    if (o.properties) s.properties = Object.fromEntries(Object.entries(o.properties).map(([k, v]) => [k, convert(v)]));
+    if (o.items) s.items = convert(o.items);
+    if (o.additionalProperties !== undefined) s.additionalProperties = typeof o.additionalProperties === 'boolean' ? o.additionalProperties : convert(o.additionalProperties);
+    // a definition with no type and no properties (RawExtension, JSON) takes anything
+    if (!o.type && !o.properties) s['x-kubernetes-preserve-unknown-fields'] = true;
+    return s;
+  };
+  const out = new Map<string, Schema>();
+  for (const [name, def] of Object.entries(definitions)) {
+    Object.assign(byName.get(name)!, intOrString(name) ? { 'x-kubernetes-int-or-string': true } : convert(def));
+    for (const gvk of def['x-kubernetes-group-version-kind'] ?? []) out.set(`${apiVersionOf(gvk)}/${gvk.kind}`, byName.get(name)!);
+  }
+  return out;
+}

@@ -15,6 +15,8 @@ import type { GitCredentials } from './auth.ts';
  *   URL credential ever reaches a message.
  */
 
+import type { TransferEvent } from '../../report/progress.ts';
+
 export type Service = 'git-upload-pack' | 'git-receive-pack';
 
 export interface TransportOptions {
@@ -30,6 +32,8 @@ export interface TransportOptions {
   userAgent?: string;
   /** told once when a redirect leads to another host (credentials are dropped there) */
   onWarning?: (message: string) => void;
+  /** told of the bytes of each answer as they arrive (progress of a long fetch) */
+  onProgress?: (event: TransferEvent) => void;
 }
 
 /** A failure worth another try: the server or the network, not the request. */
@@ -176,9 +180,9 @@ export class SmartHttp {
         if (method === 'POST' && res.status !== 307 && res.status !== 308) throw new RemoteError('git', `${this.opts.url} redirected a ${rel} request (${res.status}): set repo.url to the final address`, { status: res.status });
         continue;
       }
-      const buf = Buffer.from(await res.arrayBuffer().catch((error: unknown) => {
+      const buf = await this.readBody(res, url).catch((error: unknown) => {
         throw new TransientHttpError(`the connection to ${url.host} dropped while reading the answer`, res.status, error);
-      }));
+      });
       if (res.ok) return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: buf };
       const service: Service = rel.includes('receive-pack') ? 'git-receive-pack' : 'git-upload-pack';
       if (res.status === 401 || res.status === 403) throw this.authError(res.status, service, url);
@@ -187,6 +191,21 @@ export class SmartHttp {
       if (res.status >= 500 || res.status === 429 || res.status === 408) throw new TransientHttpError(`the server answered ${res.status}${text ? `: ${text}` : ''}`, res.status);
       throw new RemoteError('git', `${url.host} answered ${res.status}${text ? `: ${redact(text)}` : ''}`, { status: res.status });
     }
+  }
+
+  /** The answer's body, telling onProgress as it arrives. */
+  private async readBody(res: Response, url: URL): Promise<Buffer> {
+    const onProgress = this.opts.onProgress;
+    if (!onProgress || !res.body) return Buffer.from(await res.arrayBuffer());
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of res.body) {
+      chunks.push(Buffer.from(chunk));
+      bytes += chunk.byteLength;
+      onProgress({ host: url.host, bytes });
+    }
+    onProgress({ host: url.host, bytes, done: true });
+    return Buffer.concat(chunks);
   }
 
   private authError(status: number, service: Service, url: URL): RemoteError {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { TransferEvent } from '../../report/progress.ts';
 import { ConfigError, InputError } from '../../errors.ts';
 import { loadCredentials, type GitAuthConfig } from './auth.ts';
 import { RemoteRepo } from './remote-repo.ts';
@@ -27,6 +28,7 @@ export interface GitRemoteOpenOptions {
   repo?: GitRemoteConfig;
   env?: Record<string, string | undefined>;
   onWarning?: (message: string) => void;
+  onProgress?: (event: TransferEvent) => void;
 }
 
 const isLoopback = (host: string) => host === 'localhost' || /^127\./.test(host) || host === '[::1]' || host === '::1';
@@ -66,6 +68,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
     ...(opts.repo?.cacheDir ? { cacheDir: path.resolve(opts.relativeTo, opts.repo.cacheDir) } : {}),
     ...(signer ? { signer } : {}),
     onWarning: warn,
+    ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
   });
 }
 

@@ -1,4 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
+import type { TransferEvent } from '../../report/progress.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +50,8 @@ export interface RemoteRepoOptions {
   signer?: CommitSigner;
   /** warnings that do not stop anything (a redirect to another host) */
   onWarning?: (message: string) => void;
+  /** the bytes of each answer as they arrive (a door shows a long fetch's progress) */
+  onProgress?: (event: TransferEvent) => void;
 }
 
 type MissingKind = 'commit' | 'object';
@@ -109,6 +112,7 @@ export class RemoteRepo implements RepoBackend {
       ...(opts.backoffMs !== undefined ? { backoffMs: opts.backoffMs } : {}),
       ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
       onWarning: this.warn,
+      ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
     this.temporary = !opts.cacheDir;
     const gitdir = opts.cacheDir ? path.join(path.resolve(opts.cacheDir), mirrorName(opts.url)) : fs.mkdtempSync(path.join(os.tmpdir(), 'lastgood-mirror-'));

@@ -1,0 +1,133 @@
+import type { ResolvedTarget } from '../config/schema.ts';
+import type { KubeObject, Observed } from '../observe/types.ts';
+import { groupKind } from '../observe/types.ts';
+import type { FileChange, RepoReader } from '../repo/types.ts';
+import './flux.ts';
+import { modelers, refiners, type EngineModeler, type EngineRefiner } from './registry.ts';
+import { inPaths, settersOf, type TargetScope } from './scope.ts';
+import { ObjectCache, TreeView } from './tree.ts';
+import type { EngineKind, ModelInput, TargetModel, TargetModeler } from './types.ts';
+
+export type { TargetModel, TargetModeler } from './types.ts';
+export { inputDelta } from './types.ts';
+
+/**
+ * The model stage's door: from the engine objects a target lists (as observed in the cluster, a
+ * snapshot or an event) to a TargetModeler that answers "what does the engine read and set for
+ * this target at this revision". Engines are registered by the group/Kind of their object; where
+ * the target lists none whose spec lastgood can read (an event carries no spec), the model is the
+ * target's paths, as lastgood judged before it modelled engines, and says so.
+ */
+
+
+/** The target's own paths as the model (no engine object to follow). */
+async function pathsModel(view: TreeView, scope: TargetScope, why: string): Promise<TargetModel> {
+  const inputs = new Map<string, ModelInput>();
+  const files: Array<{ path: string; oid: string; role: 'resource' }> = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const [name, e] of await view.list(dir)) {
+      const p = dir ? `${dir}/${name}` : name;
+      if (e.type === 'tree') await walk(p);
+      else if (e.type === 'blob') {
+        inputs.set(p, { path: p, digest: e.oid, role: 'resource' });
+        if (e.mode !== '120000') files.push({ path: p, oid: e.oid, role: 'resource' });
+      }
+    }
+  };
+  for (const p of scope.paths) {
+    const clean = p.replace(/\/+$/, '');
+    const e = await view.entry(clean);
+    if (e?.type === 'tree') await walk(clean);
+    else if (e?.type === 'blob' && !p.endsWith('/')) {
+      inputs.set(clean, { path: clean, digest: e.oid, role: 'resource' });
+      files.push({ path: clean, oid: e.oid, role: 'resource' });
+    }
+  }
+  return {
+    engine: 'paths',
+    describe: `the target's paths (${scope.paths.join(', ')}): ${why}`,
+    inputs,
+    setters: await settersOf(view, files, []),
+    opaque: [],
+    missing: [],
+    builds: inputs.size > 0,
+    regions: scope.paths.map((p) => p.replace(/\/+$/, '')),
+  };
+}
+
+export interface ModelerInput {
+  reader: RepoReader;
+  target: Pick<ResolvedTarget, 'name' | 'paths' | 'resources'>;
+  /** every observed object (the target's and related ones: GitRepositories) */
+  observed: Observed[];
+  /** one cache per reader, shared by every target of a run */
+  cache?: ObjectCache;
+}
+
+/** The engine kinds that are not the target's own objects in the repository. */
+const ENGINE_KINDS = new Set(['kustomize.toolkit.fluxcd.io/Kustomization', 'argoproj.io/Application', 'source.toolkit.fluxcd.io/GitRepository']);
+
+/** A cached modeler for one target. */
+export function modelTarget(input: ModelerInput): TargetModeler {
+  const cache = input.cache ?? new ObjectCache(input.reader);
+  const objects = input.observed.map((o) => o.object);
+  const listed = input.target.resources.map((r) => objects.find((o) => o.kind === r.kind && o.metadata.name === r.name && (o.metadata.namespace ?? '') === (r.namespace ?? '') && groupKind(o.apiVersion, o.kind) === groupKind(r.apiVersion, r.kind)));
+  const scope: TargetScope = {
+    paths: input.target.paths,
+    objects: input.target.resources.filter((r) => !ENGINE_KINDS.has(groupKind(r.apiVersion, r.kind))).map((r) => ({ kind: r.kind, name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) })),
+  };
+  const why: string[] = [];
+  const primaries: Array<{ modeler: EngineModeler; object: KubeObject }> = [];
+  const refining: Array<{ refiner: EngineRefiner; object: KubeObject }> = [];
+  for (const o of listed) {
+    if (!o) continue;
+    const gk = groupKind(o.apiVersion, o.kind);
+    const m = modelers.get(gk);
+    const r = refiners.get(gk);
+    const reason = m?.unusable(o) ?? r?.unusable(o);
+    if (reason) {
+      why.push(reason);
+      continue;
+    }
+    if (m) primaries.push({ modeler: m, object: o });
+    if (r) refining.push({ refiner: r, object: o });
+  }
+  const primary = primaries[0];
+  const notes = primaries.length > 1 ? [`the target lists ${primaries.length} engine objects; the model follows ${primary!.modeler.describe(primary!.object)}`] : [];
+  const describe = primary
+    ? [primary.modeler.describe(primary.object), ...refining.map((r) => r.refiner.describe(r.object))].join(' + ')
+    : refining.length
+      ? refining.map((r) => r.refiner.describe(r.object)).join(' + ')
+      : `the target's paths (${input.target.paths.join(', ')})`;
+  const fallback = why.length ? why.join('; ') : 'no engine object of the target (Flux Kustomization, Argo CD Application) tells what the engine reads';
+
+  const build = async (view: TreeView): Promise<TargetModel> => {
+    let model = primary ? await primary.modeler.build(view, primary.object, scope, objects) : await pathsModel(view, scope, fallback);
+    for (const r of refining) model = await r.refiner.refine(view, r.object, model, scope, objects);
+    if (notes.length) model = { ...model, opaque: [...model.opaque, ...notes] };
+    return model;
+  };
+  const byTree = new Map<string, Promise<TargetModel>>();
+  return {
+    describe,
+    engine: primary?.modeler.engine ?? (refining.length ? 'helm' : 'paths'),
+    ...(primary ? { object: primary.object } : {}),
+    async at(commit) {
+      const tree = await cache.rootTree(commit);
+      let p = byTree.get(tree);
+      if (!p) byTree.set(tree, (p = TreeView.at(cache, commit).then(build)));
+      return p;
+    },
+    async withChange(commit, files: FileChange[]) {
+      return build(await TreeView.withChange(cache, commit, files));
+    },
+  };
+}
+
+/** The inputs of a model that lie outside the target's paths. */
+export function inputsOutside(model: TargetModel, paths: string[]): ModelInput[] {
+  return [...model.inputs.values()].filter((i) => !inPaths(i.path, paths));
+}
+
+export { ObjectCache, inPaths };
+export { registerEngine, registerRefiner, type EngineModeler, type EngineRefiner } from './registry.ts';
