@@ -287,7 +287,7 @@ export function createController(opts: ControllerOptions): Controller {
       const seen = workload;
       analysisJobs.push(async () => {
         try {
-          const result = await a.session.update(observed, Date.now());
+          const result = await a.session.update(observed, clock.now());
           a.seen = seen;
           for (const e of result.evidence) if (e.problem?.code === 3) metrics.remoteError(/^(kubernetes|prometheus)/.exec(e.problem.message)?.[1] ?? 'prometheus');
           opts.onAnalysed?.(slot.target.name, result);
