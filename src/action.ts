@@ -28,10 +28,10 @@ import { analysisSessions, check, commitLinks, exitCodeFor, personRevert, person
 import type { AnalysisResult, Lookup } from './analysis/index.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
-import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
+import { eventScope, matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
 import type { ResourceRef } from './observe/kube.ts';
 import { readSnapshots } from './observe/snapshot.ts';
-import { groupKind, type Observed } from './observe/types.ts';
+import type { Observed } from './observe/types.ts';
 import { makeLogger as logger } from './report/log.ts';
 import { redact } from './scrub.ts';
 import { reportJson } from './report/text.ts';
@@ -171,19 +171,6 @@ function objectSource(inputs: Inputs): ObjectSource {
 function withStrategy(config: Config, strategy: Inputs['strategy']): Config {
   if (!strategy) return config;
   return { ...config, defaults: { ...config.defaults, strategy }, targets: config.targets.map((t) => ({ ...t, strategy })) };
-}
-
-/** The config with each target's resources cut down to the objects observed (event-only runs). */
-function onlyObserved(config: Config, observed: Observed[]): Config {
-  const key = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => `${groupKind(apiVersion, kind)}|${namespace ?? ''}|${name}`;
-  const seen = new Set(observed.map(({ object: o }) => key(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name)));
-  return {
-    ...config,
-    targets: config.targets.map((t) => {
-      const resources = t.resources.filter((r) => seen.has(key(r.apiVersion, r.kind, r.namespace, r.name)));
-      return resources.length > 0 ? { ...t, resources } : t;
-    }),
-  };
 }
 
 function makeLogger(): Logger {
@@ -386,10 +373,11 @@ async function main(): Promise<void> {
   }
   const source = objectSource(inputs);
   // Event only (no cluster, no snapshot): a target is judged on the objects the event reports; its other resources cannot be seen.
-  const runConfig = match ? (source.kind === 'none' ? onlyObserved(match.config, match.observed) : match.config) : config;
-  const targetNames = match ? match.targets.filter((n) => !inputs.target || n === inputs.target) : selectTargets(config, inputs.target).map((t) => t.name);
-  if (event && match && targetNames.length === 0) {
-    const unmatched = match.unmatched ?? `the event concerns ${match.targets.join(', ')}, not the target input "${inputs.target}"`;
+  const scope = match ? eventScope(match, { ...(inputs.target ? { target: inputs.target } : {}), eventOnly: source.kind === 'none' }) : undefined;
+  const runConfig = scope?.config ?? config;
+  const targetNames = scope ? scope.targets : selectTargets(config, inputs.target).map((t) => t.name);
+  if (event && scope?.unmatched !== undefined) {
+    const unmatched = scope.unmatched;
     core.info(redact(`nothing to do: ${unmatched}`));
     setOutputs({ targets: [] });
     await writeSummary(renderSummary({ targets: [] }, { event: event.summary, unmatched, dryRun: inputs.dryRun }));

@@ -184,18 +184,37 @@ clusterOptions(program
   .description('check every target and revert those whose policy says so')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
+  .option('--event <file>', 'a webhook payload (Flux, Argo CD, Flagger, Alertmanager), e.g. $TRIGGER_PAYLOAD in a GitLab CI job; without --snapshot and a cluster, only its objects are judged')
   .option('--target <name>', 'only this target')
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
   .addOption(new Option('--mode <mode>', 'commit or pull-request (overrides the config)').choices(['commit', 'pull-request']))
   .option('--dry-run', 'print the plan and the diff, write nothing')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
-    const config = await loadConfig(o.config);
+  .action(async (o: { config: string; snapshot?: string[]; event?: string; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
+    let config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
-    const observed = await observe(o.snapshot, config, o.target, o);
+    let observed: Observed[];
+    if (o.event) {
+      // the same payloads as the Action's event input (src/observe/event.ts)
+      const { eventScope, matchEvent, readEvent, withEventObjects } = await import('./observe/event.ts');
+      const event = await readEvent(o.event, { now });
+      const match = matchEvent(event, config);
+      // without --snapshot, the cluster is read only where there is one to read (--kubeconfig, KUBECONFIG, in-cluster)
+      const cluster = Boolean(o.snapshot?.length || o.kubeconfig || process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST);
+      const scope = eventScope(match, { ...(o.target ? { target: o.target } : {}), eventOnly: !cluster });
+      if (scope.unmatched !== undefined) {
+        process.stderr.write(`lastgood: nothing to do: ${redact(scope.unmatched)} (event: ${redact(event.summary)})\n`);
+        await print({ targets: [] }, Boolean(o.json));
+        return;
+      }
+      config = { ...scope.config, targets: scope.config.targets.filter((t) => scope.targets.includes(t.name)) };
+      observed = withEventObjects(cluster ? await observe(o.snapshot, config, o.target, o) : [], match.observed);
+    } else {
+      observed = await observe(o.snapshot, config, o.target, o);
+    }
     const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
     const repo = await repoFor(config, o.config, o.repo);
     const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), analysis });

@@ -11,7 +11,7 @@ import { soaked, type HealthyRun } from './decide/soak.ts';
 import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
 import { changedFiles, firstParentLog } from './history/graph.ts';
 import { blastRadius } from './revert/blast-radius.ts';
-import { locate, type Located } from './history/locate.ts';
+import { locate, revertInput, type Located } from './history/locate.ts';
 import { lastgoodTarget, revertedBy } from './history/trailers.ts';
 import type { Observed } from './observe/types.ts';
 import type { Change, DeliveryMode, FileChange, Person, RepoBackend } from './repo/types.ts';
@@ -285,9 +285,13 @@ async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunO
  * Notifications at the end of a run (never with --dry-run); failures are logged and change nothing.
  * A revert is announced once, whichever run finds it made (report/once.ts).
  */
-async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo'>): Promise<void> {
+async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl'>): Promise<void> {
   if (opts.dryRun) return;
-  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log) });
+  const commitUrl = commitLinks(opts);
+  await notify(report, {
+    config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
+    claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log),
+  });
 }
 
 export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target'> {
@@ -522,8 +526,7 @@ async function planFiles(opts: RevertOptions, head: string, located: Located): P
     planned.strategy = 'restore';
   } else {
     try {
-      const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
-      planned.files = (await planRevert(repo, { head, steps, paths: target.paths })).files;
+      planned.files = (await planRevert(repo, { head, ...revertInput(located, target.paths) })).files;
     } catch (error) {
       if (!(error instanceof RevertImpossible) || target.strategy !== 'revert-or-restore') throw error;
       planned.files = await restore();

@@ -38,10 +38,10 @@ export class InputError extends LastgoodError {
   }
 }
 
-/** An outside system (git remote, GitHub, Kubernetes API) failed after retries. Exit 3. */
+/** An outside system (git remote, a git host's API, Kubernetes API) failed after retries. Exit 3. */
 export class RemoteError extends LastgoodError {
   readonly exitCode = 3 as const;
-  readonly system: 'git' | 'github' | 'kubernetes' | 'webhook' | 'prometheus';
+  readonly system: 'git' | 'github' | 'gitlab' | 'gitea' | 'bitbucket' | 'azure-devops' | 'kubernetes' | 'webhook' | 'prometheus';
   readonly status: number | undefined;
   constructor(system: RemoteError['system'], message: string, opts: { status?: number; cause?: unknown } = {}) {
     super(`${system}: ${message}`, { cause: opts.cause });

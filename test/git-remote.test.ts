@@ -176,7 +176,7 @@ test('pull-request mode pushes lastgood/<target>/<bad12> once, prints where to o
   t.is(git(f.bare, 'rev-parse', `refs/heads/${branch}`), target!.commit);
   t.is(git(f.bare, 'rev-parse', 'main'), f.bad, 'the branch under review is not touched');
   t.is(git(f.bare, 'show', `${branch}:${P}values.yaml`), values('1.0.0').trim());
-  t.true(target!.notes?.includes(`pushed ${branch}; open a merge request from it into main (lastgood opens requests only on GitHub)`), JSON.stringify(target!.notes));
+  t.true(target!.notes?.includes(`pushed ${branch}; open a merge request from it into main (set repo.provider for lastgood to open it)`), JSON.stringify(target!.notes));
   const again = await run(f);
   t.is(again.code, 0, again.stderr + again.stdout);
   const [second] = (JSON.parse(again.stdout) as { targets: Array<{ commit: string; created: boolean }> }).targets;

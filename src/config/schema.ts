@@ -235,7 +235,11 @@ export const ConfigSchema = z
       .object({
         url: z.string().min(1).describe('https URL of the repository on any git host (GitHub, GitLab, Gitea/Forgejo, Bitbucket, Azure DevOps, a plain git server), or a local path to a working copy or bare repository'),
         branch: z.string().min(1).default('main'),
-        apiUrl: z.string().url().optional().describe('GitHub API base URL (GitHub Enterprise Server)'),
+        apiUrl: z.string().url().optional().describe('the host\'s API base URL when it is not where lastgood looks by default: GitHub Enterprise Server (https://HOST/api/v3), a GitLab under a relative URL root, Bitbucket Cloud\'s (https://api.bitbucket.org/2.0)'),
+        provider: z
+          .enum(['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket', 'bitbucket-server', 'azure-devops', 'git'])
+          .optional()
+          .describe('which host repo.url is on, for a self-hosted one (github.com, gitlab.com, codeberg.org, bitbucket.org, dev.azure.com and *.visualstudio.com are known from the URL): pull-request mode opens the request through that host\'s API; git: push the branch only'),
         author: Person.default({ name: 'lastgood', email: 'lastgood@users.noreply.github.com' }).describe('author of revert commits'),
         auth: GitAuth.optional().describe('credentials for a git host over HTTPS (default: the token in env LASTGOOD_GIT_TOKEN, if set)'),
         cacheDir: z.string().min(1).optional().describe('a folder for the bare mirror of a remote repository, kept between runs (the controller\'s volume); default: a temporary folder per run'),

@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import jsYaml from 'js-yaml';
 import type { InputRole } from './types.ts';
-import { joinInside, within, type TreeView } from './tree.ts';
+import { joinInside, within, type Link, type TreeView } from './tree.ts';
 
 /**
  * The graph a kustomize build reads, walked as kustomize walks it (sigs.k8s.io/kustomize
@@ -41,11 +41,15 @@ export interface GraphFile {
   path: string;
   oid: string;
   role: InputRole;
+  /** the symlinks the engine followed to reach it (Argo CD): each is an input too, a retargeted link changes the build */
+  via?: Link[];
+  /** where the build names it, when a symlink leads elsewhere (a render writes the file there too) */
+  named?: string;
 }
 
 export type GraphResource =
   | { kind: 'file'; entry: string; file: GraphFile }
-  | { kind: 'node'; entry: string; node: KNode }
+  | { kind: 'node'; entry: string; node: KNode; via?: Link[] }
   | { kind: 'opaque'; entry: string };
 
 /** One kustomization in the graph. */
@@ -79,15 +83,17 @@ export function isRemote(entry: string): boolean {
 }
 
 /** The first kustomization file in `dir` (kustomize's order), or undefined. */
-export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRules): Promise<{ path: string; oid: string } | { error: string } | undefined> {
-  const found: Array<{ path: string; oid: string }> = [];
+export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRules): Promise<{ path: string; oid: string; via?: Link[]; named?: string } | { error: string } | undefined> {
+  const found: Array<{ name: string; path: string; oid: string; via?: Link[]; named?: string }> = [];
   for (const name of KUSTOMIZATION_FILES) {
     const p = dir ? `${dir}/${name}` : name;
     const r = await view.resolve(p, rules.symlinks);
-    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ path: p, oid: r.oid });
+    // a kustomization file that is a symlink (Argo CD follows it): the file read is its target, the link an input too
+    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ name, path: r.path, oid: r.oid, ...(r.via ? { via: r.via, named: p } : {}) });
   }
-  if (found.length > 1) return { error: `${dir || '.'}: found multiple kustomization files (${found.map((f) => path.basename(f.path)).join(', ')}): kustomize refuses the folder` };
-  return found[0];
+  if (found.length > 1) return { error: `${dir || '.'}: found multiple kustomization files (${found.map((f) => f.name).join(', ')}): kustomize refuses the folder` };
+  const [first] = found;
+  return first ? { path: first.path, oid: first.oid, ...(first.via ? { via: first.via, named: first.named! } : {}) } : undefined;
 }
 
 /** Parses a kustomization; a file that does not parse makes the build fail. */
@@ -152,7 +158,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       graph.missing.push(`${what} ${rel} in ${root || '.'} is a symlink to ${r.path}, outside that kustomization's folder (kustomize's LoadRestrictionsRootOnly refuses it)`);
       return undefined;
     }
-    return addFile({ path: r.path, oid: r.oid, role });
+    return addFile({ path: r.path, oid: r.oid, role, ...(r.via ? { via: r.via, named: target } : {}) });
   };
 
   const visit = async (nodeDir: string, isRoot: boolean): Promise<KNode | undefined> => {
@@ -172,7 +178,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         return undefined;
       }
       if (kfile) {
-        file = addFile({ path: kfile.path, oid: kfile.oid, role: 'kustomization' });
+        file = addFile({ path: kfile.path, oid: kfile.oid, role: 'kustomization', ...(kfile.via ? { via: kfile.via, named: kfile.named! } : {}) });
         const parsed = await view.parse('kustomization', kfile.oid, parseKustomization);
         if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) {
           graph.missing.push(`${kfile.path} does not parse: ${parsed.error}`);
@@ -208,7 +214,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         const r = await view.resolve(target, rules.symlinks);
         if (r.kind === 'dir' && !rules.ignored?.(r.path, true)) {
           const child = await visit(r.path, false);
-          if (child) node.resources.push({ kind: 'node', entry, node: child });
+          if (child) node.resources.push({ kind: 'node', entry, node: child, ...(r.via ? { via: r.via } : {}) });
           continue;
         }
         const f = await loadFile(nodeDir, entry, 'resource', 'resource');

@@ -19,13 +19,20 @@ export const SYMLINK = '120000';
 
 /** Where a path leads once symlinks are handled as an engine handles them. */
 export type Resolved =
-  | { kind: 'file'; path: string; oid: string; mode: string }
-  | { kind: 'dir'; path: string }
+  /** `via`: the symlinks followed on the way, each with its own blob (a retargeted link changes what is read) */
+  | { kind: 'file'; path: string; oid: string; mode: string; via?: Link[] }
+  | { kind: 'dir'; path: string; via?: Link[] }
   | { kind: 'absent' }
   /** a symlink the engine drops (Flux: symlinks are not in the source artifact) */
   | { kind: 'dropped'; link: string }
   /** a symlink pointing outside the repository (Argo CD refuses the repository; kustomize refuses the file) */
   | { kind: 'escapes'; link: string; target: string };
+
+/** A symlink followed on the way to a file or folder: where it is and its own blob (the link's text). */
+export interface Link {
+  path: string;
+  oid: string;
+}
 
 /** Shared caches of one reader: trees and blobs are immutable, so every revision may share them. */
 export class ObjectCache {
@@ -190,7 +197,7 @@ export class TreeView {
    * which follow a link that stays inside the repository (argo-cd reposerver/repository/repository.go
    * getPotentiallyValidManifestFile) and refuse one that leaves it.
    */
-  async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0): Promise<Resolved> {
+  async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0, via: Link[] = []): Promise<Resolved> {
     const parts = clean(p).split('/').filter(Boolean);
     let current = '';
     for (let i = 0; i < parts.length; i++) {
@@ -205,17 +212,18 @@ export class TreeView {
         const normal = path.normalize(joined);
         if (target.startsWith('/') || normal === '..' || normal.startsWith('../')) return { kind: 'escapes', link: next, target };
         const rest = parts.slice(i + 1).join('/');
-        return this.resolve(rest ? `${normal}/${rest}` : normal, symlinks, depth + 1);
+        return this.resolve(rest ? `${normal}/${rest}` : normal, symlinks, depth + 1, [...via, { path: next, oid: e.oid }]);
       }
       if (i === parts.length - 1) {
-        if (e.type === 'tree') return { kind: 'dir', path: next };
-        if (e.type === 'blob') return { kind: 'file', path: next, oid: e.oid, mode: e.mode };
+        const links = via.length ? { via } : {};
+        if (e.type === 'tree') return { kind: 'dir', path: next, ...links };
+        if (e.type === 'blob') return { kind: 'file', path: next, oid: e.oid, mode: e.mode, ...links };
         return { kind: 'absent' };
       }
       if (e.type !== 'tree') return { kind: 'absent' };
       current = next;
     }
-    return { kind: 'dir', path: '' };
+    return { kind: 'dir', path: '', ...(via.length ? { via } : {}) };
   }
 }
 

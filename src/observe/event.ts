@@ -236,3 +236,29 @@ export function withEventObjects(cluster: Observed[], event: Observed[]): Observ
   const known = new Set(cluster.map((o) => key(o.object)));
   return [...cluster, ...event.filter((o) => !known.has(key(o.object)))];
 }
+
+/**
+ * What a door judges for an event (the Action; `lastgood run --event`, a GitLab CI job on a
+ * webhook trigger): the targets the event concerns (only `target`, when one is named) and the
+ * config to judge them with. Event only (no cluster, no snapshot), a target is judged on the
+ * objects the event reports: its other resources cannot be seen, so they are left out.
+ */
+export function eventScope(match: EventMatch, opts: { target?: string; eventOnly: boolean }): { config: Config; targets: string[]; unmatched?: string } {
+  const config = opts.eventOnly ? onlyObserved(match.config, match.observed) : match.config;
+  const targets = match.targets.filter((n) => !opts.target || n === opts.target);
+  if (targets.length > 0) return { config, targets };
+  return { config, targets, unmatched: match.unmatched ?? `the event concerns ${match.targets.join(', ')}, not the target "${opts.target}"` };
+}
+
+/** The config with each target's resources cut down to the objects observed (event-only runs). */
+function onlyObserved(config: Config, observed: Observed[]): Config {
+  const key = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => `${groupKind(apiVersion, kind)}|${namespace ?? ''}|${name}`;
+  const seen = new Set(observed.map(({ object: o }) => key(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name)));
+  return {
+    ...config,
+    targets: config.targets.map((t) => {
+      const resources = t.resources.filter((r) => seen.has(key(r.apiVersion, r.kind, r.namespace, r.name)));
+      return resources.length > 0 ? { ...t, resources } : t;
+    }),
+  };
+}

@@ -34,6 +34,8 @@ export interface NotifyOptions {
    * without it, only the run that made the revert announces it.
    */
   claim?: (t: TargetOutcome, event: NotifyEventName) => Promise<boolean>;
+  /** the repository host's commit pages (RepoBackend.commitUrl): links in the messages */
+  commitUrl?: (sha: string) => string;
 }
 
 export interface Delivery {
@@ -108,7 +110,7 @@ export async function notify(report: Report, opts: NotifyOptions): Promise<Deliv
   const sends = pending.flatMap(({ t, event }) =>
     channels.map(async (channel): Promise<Delivery> => {
       // scrubbed again on the way out (evidence was scrubbed where it entered)
-      const body = scrubbedCopy(channel.kind === 'slack' ? slackMessage(t, event) : webhookPayload(t, event, opts.now), { maxBytes: Number.POSITIVE_INFINITY });
+      const body = scrubbedCopy(channel.kind === 'slack' ? slackMessage(t, event, opts.commitUrl) : webhookPayload(t, event, opts.now, opts.commitUrl), { maxBytes: Number.POSITIVE_INFINITY });
       const result = await post(channel.url, body, timeoutMs);
       const delivery: Delivery = { channel: channel.kind, target: t.name, event, ...result };
       if (result.ok) opts.log.info({ channel: channel.kind, target: t.name, event }, 'notification sent');
@@ -139,7 +141,7 @@ async function post(url: string, body: unknown, timeoutMs: number): Promise<{ ok
 }
 
 /** The generic webhook's JSON document. */
-export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Date): Record<string, unknown> {
+export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Date, commitUrl?: (sha: string) => string): Record<string, unknown> {
   return {
     kind: 'lastgood.notification/v1',
     event,
@@ -155,6 +157,8 @@ export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Da
     commit: t.commit ?? null,
     branch: t.branch ?? null,
     pullRequest: t.pullRequest ?? null,
+    // the host's own pages, where the repository is on a host lastgood knows
+    ...(commitUrl ? { links: { commit: t.commit ? commitUrl(t.commit) : null, bad: t.bad.map(commitUrl), lastKnownGood: t.lastKnownGood ? commitUrl(t.lastKnownGood) : null } } : {}),
     evidence: t.evidence.map((e) => ({
       apiVersion: e.apiVersion, kind: e.kind, namespace: e.namespace ?? null, name: e.name,
       state: e.state, reason: e.reason, message: e.message, since: e.since ?? null,
@@ -169,11 +173,13 @@ const SLACK_HEAD: Record<NotifyEventName, string> = {
 };
 
 /** A Slack incoming-webhook message (`text` with mrkdwn, which compatible receivers also read). */
-export function slackMessage(t: TargetOutcome, event: NotifyEventName): { text: string } {
+export function slackMessage(t: TargetOutcome, event: NotifyEventName, commitUrl?: (sha: string) => string): { text: string } {
+  // Slack's link syntax <url|text>, where the host's commit page is known
+  const sha = (s: string) => (commitUrl ? `<${commitUrl(s)}|${s.slice(0, 12)}>` : `\`${s.slice(0, 12)}\``);
   const lines = [`${SLACK_HEAD[event]}: *${escapeSlack(t.name)}* ${t.verdict}${t.class ? ` (${t.class})` : ''}`, escapeSlack(t.reason)];
   if (t.pullRequest) lines.push(`pull request: ${t.pullRequest}`);
-  else if (t.commit) lines.push(`commit: \`${t.commit.slice(0, 12)}\`${t.branch ? ` on ${escapeSlack(t.branch)}` : ''}`);
-  if (t.bad.length) lines.push(`bad: ${t.bad.map((b) => `\`${b.slice(0, 12)}\``).join(', ')}${t.lastKnownGood ? `, back to \`${t.lastKnownGood.slice(0, 12)}\`` : ''}`);
+  else if (t.commit) lines.push(`commit: ${sha(t.commit)}${t.branch ? ` on ${escapeSlack(t.branch)}` : ''}`);
+  if (t.bad.length) lines.push(`bad: ${t.bad.map(sha).join(', ')}${t.lastKnownGood ? `, back to ${sha(t.lastKnownGood)}` : ''}`);
   return { text: lines.join('\n') };
 }
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { TransferEvent } from '../../report/progress.ts';
 import { ConfigError, InputError } from '../../errors.ts';
-import { loadCredentials, type GitAuthConfig } from './auth.ts';
+import { loadCredentials, type GitAuthConfig, type GitCredentials } from './auth.ts';
 import { RemoteRepo } from './remote-repo.ts';
 import { loadSigner, type SigningConfig } from './signing.ts';
 import { parseHttpUrl } from './match.ts';
@@ -18,6 +18,7 @@ export interface GitRemoteConfig {
   insecure?: boolean;
   transport?: 'auto' | 'api' | 'git';
   signing?: SigningConfig;
+  provider?: string;
 }
 
 export interface GitRemoteOpenOptions {
@@ -42,6 +43,15 @@ async function refuse(message: string, opts: GitRemoteOpenOptions): Promise<neve
 }
 
 export async function openGitRemote(location: string, opts: GitRemoteOpenOptions): Promise<RemoteRepo> {
+  return (await prepareGitRemote(location, opts)).repo;
+}
+
+/**
+ * The checks on repo.url, the credentials repo.auth names, and the git backend over them; the
+ * hosts with a review-request API (src/deliver/review-request.ts) open their API with the same
+ * credentials, so that a token is read once and sent only to the configured host.
+ */
+export async function prepareGitRemote(location: string, opts: GitRemoteOpenOptions): Promise<{ repo: RemoteRepo; url: URL; credentials: GitCredentials | undefined; warn: (m: string) => void }> {
   const url = parseHttpUrl(location)!;
   const env = opts.env ?? process.env;
   if (url.username || url.password) {
@@ -52,7 +62,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
   if (url.search || url.hash) await refuse(`${url.href}: a repository URL has no query or fragment`, opts);
   const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`lastgood: warning: ${m}\n`));
   const where = { relativeTo: opts.relativeTo, env, ...(opts.configFile ? { configFile: opts.configFile } : {}) };
-  const credentials = loadCredentials(opts.repo?.auth, url.hostname, where);
+  const credentials = loadCredentials(opts.repo?.auth, url.hostname, where, opts.repo?.provider ? { provider: opts.repo.provider } : {});
   if (url.protocol === 'http:') {
     if (!opts.repo?.insecure) {
       await refuse(`${url.href} is plain http: everything, credentials included, would cross the network unencrypted. Use https, or set repo.insecure: true for a server inside the cluster or a test`, opts);
@@ -62,7 +72,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
     }
   }
   const signer = opts.repo?.signing ? loadSigner(opts.repo.signing, where) : undefined;
-  return new RemoteRepo({
+  const repo = new RemoteRepo({
     url: url.href.replace(/\/+$/, ''),
     ...(credentials ? { credentials } : {}),
     ...(opts.repo?.cacheDir ? { cacheDir: path.resolve(opts.relativeTo, opts.repo.cacheDir) } : {}),
@@ -70,6 +80,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
     onWarning: warn,
     ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
   });
+  return { repo, url, credentials, warn };
 }
 
 export { RemoteRepo } from './remote-repo.ts';

@@ -267,8 +267,18 @@ export interface PushResult {
   refs: Map<string, { ok: true } | { ok: false; reason: string }>;
   /** the server's unpack status ("ok" or why the pack was refused) */
   unpack: string;
-  /** what the server said on side band 2 (git shows it as "remote: …"): a hook's own words, why it declined */
-  remote: string[];
+  /** what the server's hooks said (side band 2, "remote: …" in git's output): a refusal's own words */
+  messages: string[];
+}
+
+/** The lines a server sent on side band 2 (hook output, a host's refusal text), without blank lines. */
+function progressLines(body: Buffer, advert: ReceivePackAdvert): string[] {
+  if (!advert.caps.has('side-band-64k')) return [];
+  try {
+    return readSideBand(new PacketReader(body)).progress.split(/\r?\n|\r/).map((l) => l.trim()).filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 /** One receive-pack request: the commands and a pack of exactly the objects the server lacks. */
@@ -287,9 +297,7 @@ export async function pushPack(http: SmartHttp, advert: ReceivePackAdvert, updat
       throw new RemoteError('git', `pushing to ${http.description}: ${(error as Error).message}`, { cause: error });
     }
   }
-  // lines as git prints them after "remote: " (progress lines end in \r and are overwritten: the last one stands)
-  const remote = progress.split('\n').map((l) => l.split('\r').filter(Boolean).pop() ?? '').map((l) => l.trimEnd()).filter(Boolean);
-  const result: PushResult = { refs: new Map(), unpack: '', remote };
+  const result: PushResult = { refs: new Map(), unpack: '', messages: progressLines(body, advert) };
   const reader = new PacketReader(report);
   for (let p = reader.next(); p && p.kind === 'data'; p = reader.next()) {
     const line = packetText(p)!;

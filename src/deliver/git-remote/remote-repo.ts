@@ -468,10 +468,48 @@ export class RemoteRepo implements RepoBackend {
       throw new StaleHeadError(change.branch, outcome.now === ZERO_OID ? '(deleted)' : outcome.now);
     }
     const branch = reviewBranch(change);
-    const ref = `refs/heads/${branch}`;
     const link = newPullRequestUrl(this.opts.url, branch, change.branch);
-    const warnings = [link ? `pushed ${branch}; open the merge request at ${link}` : `pushed ${branch}; open a merge request from it into ${change.branch} (lastgood opens requests only on GitHub)`];
+    const warnings = [link ? `pushed ${branch}; open the merge request at ${link}` : `pushed ${branch}; open a merge request from it into ${change.branch} (set repo.provider for lastgood to open it)`];
     // the engine reports the warnings (with the merge-request link) as notes of the outcome
+    const pushed = await this.pushPrepared(branch, commit, objects, advert);
+    return { ...pushed, warnings };
+  }
+
+  /**
+   * Pull-request mode for the hosts whose API opens the request (src/deliver/review-request.ts):
+   * the change's commit on `branch` (default `lastgood/<target>/<bad12>`), which moves only when
+   * the planned tree differs and only from the value just read; `created` is false when the branch
+   * already held that tree. Refused like deliver() when the base branch moved since the plan.
+   */
+  async pushReviewBranch(change: Change, branch = reviewBranch(change)): Promise<{ commit: string; branch: string; created: boolean }> {
+    const advertised = discoverReceivePack(this.http);
+    advertised.catch(() => undefined);
+    const commit = await this.writeCommit(change);
+    const objects = await this.newObjects(commit, change.parent);
+    const advert = await advertised;
+    const current = advert.refs.get(`refs/heads/${change.branch}`);
+    if (!current) throw new InputError(`branch "${change.branch}" does not exist in ${this.description}`);
+    if (current !== change.parent) {
+      await Promise.all([this.fetchTip(`refs/heads/${change.branch}`, current), jitter(randomInt(4))]);
+      throw new StaleHeadError(change.branch, current);
+    }
+    return this.pushPrepared(branch, commit, objects, advert);
+  }
+
+  /**
+   * Deletes `branch` if it still points at `expected` (a compare-and-swap: a branch somebody moved
+   * since is left alone). True when it is gone.
+   */
+  async deleteBranch(branch: string, expected: string): Promise<boolean> {
+    const ref = `refs/heads/${branch}`;
+    const outcome = await this.pushRef(ref, expected, ZERO_OID, []);
+    if (outcome.ok) await this.mirror.locked(() => this.mirror.writeRef(ref, undefined));
+    return outcome.ok;
+  }
+
+  /** The review branch at `commit`: found as it is when it already holds the same tree, else pushed from the value read. */
+  private async pushPrepared(branch: string, commit: string, objects: string[], advert: ReceivePackAdvert): Promise<{ commit: string; branch: string; created: boolean }> {
+    const ref = `refs/heads/${branch}`;
     const tree = (await this.readCommit(commit)).tree;
     let fresh: ReceivePackAdvert | undefined = advert;
     for (let attempt = 0; attempt < PUSH_RACE_ATTEMPTS; attempt++) {
@@ -482,12 +520,12 @@ export class RemoteRepo implements RepoBackend {
         if (!this.mirror.has(existing)) await this.fetchTip(ref, existing, { deepen: 1 });
         if ((await this.readCommit(existing)).tree === tree) {
           await this.mirror.locked(() => this.mirror.writeRef(ref, existing));
-          return { commit: existing, branch, created: false, warnings };
+          return { commit: existing, branch, created: false };
         }
       }
       // the review branch moves only from the value just read: a second run's identical push is found above
       const outcome = await this.pushRef(ref, existing ?? ZERO_OID, commit, objects, now);
-      if (outcome.ok) return { commit, branch, created: outcome.pushed, warnings };
+      if (outcome.ok) return { commit, branch, created: outcome.pushed };
       await jitter(attempt);
     }
     throw new RemoteError('git', `branch ${branch} on ${this.description} kept moving: gave up after ${PUSH_RACE_ATTEMPTS} attempts`);
@@ -548,8 +586,8 @@ export class RemoteRepo implements RepoBackend {
    * it is sent again, anything else means someone else moved it.
    */
   private async pushRef(ref: string, old: string, value: string, objects: string[], advert?: ReceivePackAdvert): Promise<{ ok: true; pushed: boolean } | { ok: false; now: string }> {
-    const { packfile } = await git.packObjects({ fs, gitdir: this.mirror.gitdir, oids: objects, cache: this.local.cache });
-    const pack = Buffer.from(packfile!);
+    // a delete sends no pack (receive-pack reads one only for commands that are not deletes)
+    const pack = value === ZERO_OID ? Buffer.alloc(0) : Buffer.from((await git.packObjects({ fs, gitdir: this.mirror.gitdir, oids: objects, cache: this.local.cache })).packfile!);
     const attempts = this.opts.pushAttempts ?? 3;
     for (let attempt = 1; ; attempt++) {
       const now = advert ?? (await discoverReceivePack(this.http));
@@ -573,7 +611,9 @@ export class RemoteRepo implements RepoBackend {
         continue;
       }
       // a hook's own words (a DCO check, a protected-branch rule on GitLab or Gitea), as git shows them, scrubbed
-      const said = result.remote.length ? `\n${result.remote.slice(-20).map((l) => `remote: ${scrubText(l, { maxBytes: 500 })}`).join('\n')}` : '';
+      // (side band 2; git's own lines about the push are left out)
+      const words = result.messages.map((m) => m.replace(/^remote:\s*/, '')).filter((m) => !/^(error:|To |\s*!)/.test(m));
+      const said = words.length ? `\n${words.slice(-20).map((l) => `remote: ${scrubText(l, { maxBytes: 500 })}`).join('\n')}` : '';
       if (result.unpack !== 'ok') throw new RemoteError('git', `${this.description} could not store the pushed objects: ${result.unpack}${said}`);
       const status = result.refs.get(ref);
       if (status?.ok) return this.landed(ref, value, true);
