@@ -83,10 +83,13 @@ const code = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.c
 
 /**
  * The default wait for another writer's lock: a running git finishes well within it; a crashed one
- * never does. The wait starts again whenever the lock file changes (writers taking turns on a
- * loaded machine), up to a minute in all (LockFile.acquire).
+ * never does. The wait starts again whenever the lock file changes (writers taking turns, or a
+ * lastgood holder touching its lock while it works on a loaded machine), up to a minute in all
+ * (LockFile.acquire); a lock file that stays as it is for this long is reported.
  */
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+/** how often a held lock file is touched (LockFile): well inside DEFAULT_LOCK_TIMEOUT_MS, even on a loaded machine */
+const HEARTBEAT_MS = 1000;
 
 /** Another process holds a lock file past the wait: exit 3, with the way out. */
 export class LockHeldError extends RemoteError {
@@ -129,12 +132,21 @@ export class LockFile {
   private readonly opts: LockOptions;
   private done = false;
 
+  /** touches the lock file while it is held: a live holder, however slow, is told from one that died */
+  private heartbeat: NodeJS.Timeout | undefined;
+
   private constructor(target: string, handle: fs.promises.FileHandle, createdDirs: string[], opts: LockOptions) {
     this.target = target;
     this.path = `${target}.lock`;
     this.handle = handle;
     this.createdDirs = createdDirs;
     this.opts = opts;
+    // git ignores a lock file's times; another lastgood waiting for it sees them change (acquire) and keeps waiting
+    this.heartbeat = setInterval(() => {
+      const now = new Date();
+      void this.handle?.utimes(now, now).catch(() => undefined);
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
   }
 
   static async acquire(target: string, opts: LockOptions = {}): Promise<LockFile> {
@@ -209,6 +221,7 @@ export class LockFile {
   /** fsync the lock, rename it over the target, fsync the folder: the target is the old content or the new, never torn. */
   async commit(): Promise<void> {
     const handle = this.open();
+    clearInterval(this.heartbeat);
     await handle.sync();
     await handle.close();
     this.handle = undefined;
@@ -222,6 +235,7 @@ export class LockFile {
 
   /** Gives the lock up without touching the target (a no-op after commit). */
   async rollback(): Promise<void> {
+    clearInterval(this.heartbeat);
     if (this.done) return;
     this.done = true;
     await this.handle?.close().catch(() => undefined);
