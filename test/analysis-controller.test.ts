@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import path from 'node:path';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import type { AnalysisResult } from '../src/analysis/index.ts';
 import { git, tempDir } from './support/git.ts';
 import { startKubeEmulator } from './support/kube-emulator.ts';

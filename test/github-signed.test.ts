@@ -2,7 +2,7 @@ import test from 'ava';
 import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigSchema } from '../src/config/schema.ts';
-import { createGitHubBackend } from '../src/deliver/github.ts';
+import { createGitHubBackend } from '../src/deliver/github/index.ts';
 import { run } from '../src/engine.ts';
 import { RemoteError } from '../src/errors.ts';
 import type { Observed } from '../src/observe/types.ts';

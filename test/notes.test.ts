@@ -4,12 +4,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import { newestVerified, parseNote } from '../src/history/notes.ts';
-import { openLocalNotes } from '../src/deliver/local-notes.ts';
+import { openLocalNotes } from '../src/deliver/local/notes.ts';
 import { commit, git, makeRepo, tempDir } from './support/git.ts';
 
 /** Verified last-known-good records in git notes: format, appending, races, and native git's view. */
 
-const NOTES_MODULE = pathToFileURL(path.resolve('src/deliver/local-notes.ts')).href;
+const NOTES_MODULE = pathToFileURL(path.resolve('src/deliver/local/notes.ts')).href;
 
 test('records are appended to the commit note, listed per target, and shown by git log --notes=lastgood', async (t) => {
   const dir = makeRepo();

@@ -64,7 +64,7 @@ export interface RecordResult {
 
 /**
  * Verified last-known-good records, wherever a backend keeps them: git notes (local and git
- * remotes), GitHub Deployments (src/deliver/github-deployments.ts). The engine reads them to bound
+ * remotes), GitHub Deployments (src/deliver/github/deployments.ts). The engine reads them to bound
  * and verify a revert, and records what it observed.
  */
 export interface NotesStore {

@@ -1,4 +1,4 @@
-import { parseGitHubUrl } from '../github-url.ts';
+import { parseGitHubUrl } from '../github/url.ts';
 import type { GitRemoteConfig } from './config.ts';
 
 /** Which locations the git backend takes; kept apart so that the registry loads no git code to decide. */

@@ -1,5 +1,5 @@
-import type { Change } from '../repo/types.ts';
-import { gitBlobOid, symlinkRefusal, type GitHubReads, type PathState } from './github-reads.ts';
+import type { Change } from '../../repo/types.ts';
+import { gitBlobOid, symlinkRefusal, type GitHubReads, type PathState } from './reads.ts';
 
 /**
  * How a Change becomes a commit on GitHub. By default through the GraphQL `createCommitOnBranch`

@@ -4,14 +4,14 @@ import path from 'node:path';
 import git from 'isomorphic-git';
 import { GitIndexManager } from 'isomorphic-git/managers';
 import { FileSystem } from 'isomorphic-git/models';
-import { InputError, RemoteError, StaleHeadError } from '../errors.ts';
-import { reviewBranch } from './branch.ts';
-import type { NotesStore } from '../history/notes.ts';
-import { openLocalNotes } from './local-notes.ts';
-import { lastgoodTarget } from '../history/trailers.ts';
+import { InputError, RemoteError, StaleHeadError } from '../../errors.ts';
+import { reviewBranch } from '../branch.ts';
+import type { NotesStore } from '../../history/notes.ts';
+import { openLocalNotes } from './notes.ts';
+import { lastgoodTarget } from '../../history/trailers.ts';
 import { compareAndSwapRef, LockFile, objectWritingFs, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
-import { checkEntryName, entryAt, filesUnder, joinPath } from './tree-walk.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../repo/types.ts';
+import { checkEntryName, entryAt, filesUnder, joinPath } from '../tree-walk.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
 
 interface Layout {
   /** working tree, undefined for a bare repository */

@@ -1,5 +1,5 @@
 import type { Octokit } from '@octokit/rest';
-import { InputError, RemoteError, redact } from '../errors.ts';
+import { InputError, RemoteError, redact } from '../../errors.ts';
 
 /**
  * GitHub's GraphQL API as the GitHub backend uses it: one request per document (aliases make one

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { InputError, RemoteError } from '../errors.ts';
+import { InputError, RemoteError } from '../../errors.ts';
 
 /**
  * Git's own discipline for writing a repository on disk, for the local backend and the notes

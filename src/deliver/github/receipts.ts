@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Octokit } from '@octokit/rest';
-import { RemoteError } from '../errors.ts';
-import { formatReceipt, type Receipt } from '../history/notes.ts';
-import { isLostAnswer, SEND_ONCE } from './github-graphql.ts';
+import { RemoteError } from '../../errors.ts';
+import { formatReceipt, type Receipt } from '../../history/notes.ts';
+import { isLostAnswer, SEND_ONCE } from './graphql.ts';
 
 /**
  * Claims of a revert's side effects on GitHub (history/notes.ts Receipt; issue 19: the notification

@@ -1,7 +1,7 @@
 import nodeFs from 'node:fs';
 import git from 'isomorphic-git';
-import { formatReceipt, formatRecord, hasReceipt, NOTES_REF, parseNote, type NotesStore, type VerifiedRecord } from '../history/notes.ts';
-import type { Person } from '../repo/types.ts';
+import { formatReceipt, formatRecord, hasReceipt, NOTES_REF, parseNote, type NotesStore, type VerifiedRecord } from '../../history/notes.ts';
+import type { Person } from '../../repo/types.ts';
 import { objectWritingFs, readRef, RefLock } from './refs.ts';
 
 /** Verified last-known-good records as git notes in a repository on disk (the local and git-remote backends). */
@@ -21,7 +21,7 @@ export interface LocalNotesOptions {
 
 /**
  * A notes store on a local repository (working copy or bare). Writers serialize on the lock file
- * `refs/notes/lastgood.lock` with git's own ref lock protocol (src/deliver/refs.ts): the new notes
+ * `refs/notes/lastgood.lock` with git's own ref lock protocol (src/deliver/local/refs.ts): the new notes
  * commit is written on top of the ref's value read under the lock, and the lock file, holding the
  * new value, is renamed over the ref. Native git (`git notes --ref=lastgood add`) takes the same
  * lock, so it and lastgood never lose each other's notes either. The ref is read strictly: a

@@ -1,6 +1,6 @@
 import type { Octokit } from '@octokit/rest';
-import type { NotesStore, Observation, RecordResult, VerifiedRecord } from '../history/notes.ts';
-import { isLostAnswer, SEND_ONCE, type GitHubGraphQL } from './github-graphql.ts';
+import type { NotesStore, Observation, RecordResult, VerifiedRecord } from '../../history/notes.ts';
+import { isLostAnswer, SEND_ONCE, type GitHubGraphQL } from './graphql.ts';
 
 /**
  * Verified last-known-good records on GitHub, as Deployments: GitHub's own model of "which commit

@@ -1,37 +1,37 @@
 import { randomBytes } from 'node:crypto';
 import { Octokit } from '@octokit/rest';
-import { parseGitHubUrl } from './github-url.ts';
+import { parseGitHubUrl } from './url.ts';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
-import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../errors.ts';
-import type { NotesStore } from '../history/notes.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../repo/types.ts';
-import { reviewBranch } from './branch.ts';
-import { checkEntryName, symlinkFolderRefusal, type TreeItem } from './tree-walk.ts';
-import { GitHubGraphQL, isLostAnswer, protectionMessage, protectionRule, SEND_ONCE, type GraphQLErrorItem, type Permission } from './github-graphql.ts';
-import { lastgoodTarget, revertedBy } from '../history/trailers.ts';
-import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './github-reads.ts';
-import { planCommit, restWarning, splitMessage, type CommitPlan } from './github-commit.ts';
-import { openDeploymentRecords } from './github-deployments.ts';
-import { claimOnGitHub } from './github-receipts.ts';
+import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../../errors.ts';
+import type { NotesStore } from '../../history/notes.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../../repo/types.ts';
+import { reviewBranch } from '../branch.ts';
+import { checkEntryName, symlinkFolderRefusal, type TreeItem } from '../tree-walk.ts';
+import { GitHubGraphQL, isLostAnswer, protectionMessage, protectionRule, SEND_ONCE, type GraphQLErrorItem, type Permission } from './graphql.ts';
+import { lastgoodTarget, revertedBy } from '../../history/trailers.ts';
+import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './reads.ts';
+import { planCommit, restWarning, splitMessage, type CommitPlan } from './commit.ts';
+import { openDeploymentRecords } from './deployments.ts';
+import { claimOnGitHub } from './receipts.ts';
 
 /**
  * GitHub backend: reads and writes a repository through GitHub's API, without a clone, in as few
  * requests as the work allows (every request counts against the installation's rate limit, and
  * during an incident a fleet of targets may fail together).
  *
- * - Reads (github-reads.ts): GraphQL documents that answer many RepoReader primitives at once: the
+ * - Reads (reads.ts): GraphQL documents that answer many RepoReader primitives at once: the
  *   branch head with 2,000 commits of history, a path's state along that history, a folder's
  *   versions with their files' texts. The number of requests depends on the target paths, never on
  *   the size of the repository.
- * - Commits (github-commit.ts): GraphQL `createCommitOnBranch`: GitHub creates and signs the commit
+ * - Commits (commit.ts): GraphQL `createCommitOnBranch`: GitHub creates and signs the commit
  *   (Verified: branches that "Require signed commits" take it), and `expectedHeadOid` is a
  *   compare-and-swap on the branch (a moved head re-plans, never a lost update, never a force). A
  *   change the mutation cannot express (file modes, symlinks, submodules) goes through the REST git
  *   data API (research/engineering.md §2.1), and the delivery says so.
  * - Pull requests: the branch, its commit and the pull request in one mutation document; labels,
  *   reviewers and assignees in a second.
- * - Verified last-known-good records (github-deployments.ts): Deployments per target environment.
+ * - Verified last-known-good records (deployments.ts): Deployments per target environment.
  *
  * Rate limits: @octokit/plugin-throttling paces writes and GraphQL documents (GitHub asks for one
  * per second) and retries primary and secondary rate limits `maxRetries` times; @octokit/plugin-retry
@@ -357,11 +357,11 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
-  /** Verified last-known-good records: Deployments, one environment per target (github-deployments.ts). */
+  /** Verified last-known-good records: Deployments, one environment per target (deployments.ts). */
   notes(): NotesStore {
     this.records ??= {
       ...openDeploymentRecords({ owner: this.owner, repo: this.repo, octokit: this.octokit, gql: this.gql, retryUnitMs: this.opts.retryUnitMs ?? 1000, ...(this.opts.environment ? { environment: this.opts.environment } : {}), ...(this.opts.onWarning ? { onWarning: this.opts.onWarning } : {}) }),
-      // a revert's side effects done once: claimed by creating a ref (github-receipts.ts)
+      // a revert's side effects done once: claimed by creating a ref (receipts.ts)
       claim: (bad, receipt) => claimOnGitHub(this.octokit, this.repoArgs, bad, receipt, { attempts: (this.opts.maxRetries ?? 3) + 1, retryUnitMs: this.opts.retryUnitMs ?? 1000 }),
     };
     return this.records;
