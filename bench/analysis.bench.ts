@@ -52,7 +52,7 @@ function series(targets: number): string {
 
 async function worker(url: string, targets: number): Promise<void> {
   const { ConfigSchema, resolveTarget } = await import('../src/config/schema.ts');
-  const { analysisSessions } = await import('../src/engine.ts');
+  const { analysisSessions } = await import('../src/engine/index.ts');
   const iso = (t: number) => new Date(t).toISOString();
   const config = ConfigSchema.parse({
     repo: { url: '/nonexistent' },

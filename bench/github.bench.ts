@@ -26,7 +26,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigSchema } from '../src/config/schema.ts';
 import { createGitHubBackend } from '../src/deliver/github/index.ts';
-import { run } from '../src/engine.ts';
+import { run } from '../src/engine/index.ts';
 import type { Observed } from '../src/observe/types.ts';
 import type { DeliveryMode } from '../src/repo/types.ts';
 import { startGitHubEmulator } from '../test/support/github-emulator.ts';

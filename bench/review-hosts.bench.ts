@@ -27,7 +27,7 @@ import { pino } from 'pino';
 import { ConfigSchema } from '../src/config/schema.ts';
 import { createGitHubBackend } from '../src/deliver/github/index.ts';
 import { openRepo } from '../src/deliver/registry.ts';
-import { run } from '../src/engine.ts';
+import { run } from '../src/engine/index.ts';
 import type { Observed } from '../src/observe/types.ts';
 import { startGitHttpServer } from '../test/support/git-http-server.ts';
 import { startGitHubEmulator } from '../test/support/github-emulator.ts';

@@ -24,7 +24,7 @@ import { resolveTarget, type Config, type ResolvedTarget } from './config/schema
 import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
-import { analysisSessions, check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { analysisSessions, check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine/index.ts';
 import type { AnalysisResult, Lookup } from './analysis/index.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
-import type { Report } from './engine.ts';
+import type { Report } from './engine/index.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
 import { VERSION } from './version.ts';
@@ -19,7 +19,7 @@ let logger: Logger | undefined;
 const log = (): Logger => (logger ??= makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'warn'));
 const { readSnapshots } = await import('./observe/snapshot.ts');
 const loadConfig = async (file: string) => (await import('./config/load.ts')).loadConfig(file);
-const engine = () => import('./engine.ts');
+const engine = () => import('./engine/index.ts');
 const openRepo: typeof import('./deliver/registry.ts').openRepo = async (opts) => (await import('./deliver/registry.ts')).openRepo(opts);
 
 /** --now is strict ISO 8601 with a zone: a lenient parse read "1" as the year 2001. */

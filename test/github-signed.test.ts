@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigSchema } from '../src/config/schema.ts';
 import { createGitHubBackend } from '../src/deliver/github/index.ts';
-import { run } from '../src/engine.ts';
+import { run } from '../src/engine/index.ts';
 import { RemoteError } from '../src/errors.ts';
 import type { Observed } from '../src/observe/types.ts';
 import type { Change, DeliveryMode } from '../src/repo/types.ts';

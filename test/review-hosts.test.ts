@@ -3,7 +3,7 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exitCodeFor } from '../src/engine.ts';
+import { exitCodeFor } from '../src/engine/index.ts';
 import { formatReport, reportJson } from '../src/report/text.ts';
 import { forgeScenario, P, TARGET, values, type ForgeScenario, type HostUnderTest } from './support/forge-scenario.ts';
 import { git } from './support/git.ts';

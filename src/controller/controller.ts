@@ -30,7 +30,7 @@ import { Controller as ControllerSchema, resolveTarget, type Config, type Contro
 import { failingRevision } from '../decide/guards.ts';
 import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
 import type { RepoGuards, Verdict } from '../decide/types.ts';
-import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine.ts';
+import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine/index.ts';
 import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
 import { clusterReader } from '../observe/kube.ts';
 import { LastgoodError, RemoteError } from '../errors.ts';

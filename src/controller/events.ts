@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { TargetOutcome } from '../engine.ts';
+import type { TargetOutcome } from '../engine/types.ts';
 import type { KubeObject } from '../observe/types.ts';
 import { redact } from '../scrub.ts';
 

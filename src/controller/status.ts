@@ -9,7 +9,7 @@ import { parseDuration } from '../config/duration.ts';
 import type { ResolvedTarget } from '../config/schema.ts';
 import type { Evaluation, Track } from '../decide/tracker.ts';
 import type { RepoGuards } from '../decide/types.ts';
-import type { TargetOutcome } from '../engine.ts';
+import type { TargetOutcome } from '../engine/types.ts';
 
 export const TARGETS_PATH = '/targets';
 

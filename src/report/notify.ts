@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/duration.ts';
 import type { NotifyConfig, SecretRefConfig } from '../config/schema.ts';
-import type { Report, TargetOutcome } from '../engine.ts';
+import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact, registerSecret } from '../errors.ts';
 import { scrubbedCopy } from '../scrub.ts';
 

@@ -16,7 +16,7 @@
  * - deployments, a superseded pull request's comment: looked for before they are written again.
  */
 import type { Logger } from 'pino';
-import type { TargetOutcome } from '../engine.ts';
+import type { TargetOutcome } from '../engine/types.ts';
 import { lastgoodTarget, revertedBy } from '../history/trailers.ts';
 import type { RepoBackend } from '../repo/types.ts';
 

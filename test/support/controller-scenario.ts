@@ -7,7 +7,7 @@ import { createController, type Controller, type ControllerOptions } from '../..
 import { createGitHubBackend } from '../../src/deliver/github/index.ts';
 import { openRepo } from '../../src/deliver/registry.ts';
 import { LocalRepo } from '../../src/deliver/local/index.ts';
-import type { TargetOutcome } from '../../src/engine.ts';
+import type { TargetOutcome } from '../../src/engine/index.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import { commit, git, makeRepo, tempDir } from './git.ts';
 import { startGitHubEmulator, type Emulator } from './github-emulator.ts';

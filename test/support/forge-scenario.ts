@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
 import { openRepo } from '../../src/deliver/registry.ts';
-import { run, type Report } from '../../src/engine.ts';
+import { run, type Report } from '../../src/engine/index.ts';
 import type { Observed } from '../../src/observe/types.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import type { ForgeEmulator } from './forge-emulator.ts';
