@@ -377,10 +377,12 @@ test('a reviewer that cannot be requested is a warning, not a failure; autoMerge
 
 test('closeSupersededPullRequests closes the target\'s older revert PRs and keeps the named one', async (t) => {
   const { fx, emulator, backend } = await setup(t);
-  const a = await backend.deliver(revertChange(fx), 'pull-request');
+  // the newer failure's revert first: delivering the older one (stale evidence) must not close it
   const b = await backend.deliver(revertChange(fx, { bad: [fx.c[4]!] }), 'pull-request');
+  const a = await backend.deliver(revertChange(fx), 'pull-request');
   const other = await backend.deliver(revertChange(fx, { target: 'other-prod', bad: [fx.c[4]!] }), 'pull-request');
   t.is(emulator.pulls.length, 3);
+  t.true(emulator.pulls.every((p) => p.state === 'open'));
   const closed = await closeSupersededPullRequests(backend as Parameters<typeof closeSupersededPullRequests>[0], 'podinfo-prod', fx.c[4]);
   t.deepEqual(closed, [a.pullRequest!.number]);
   const byNumber = (n: number) => emulator.pulls.find((p) => p.number === n)!;
@@ -391,6 +393,26 @@ test('closeSupersededPullRequests closes the target\'s older revert PRs and keep
   // by options instead of a backend: closes the rest of the target
   const rest = await closeSupersededPullRequests({ owner: OWNER, repo: REPO, token: TOKEN, baseUrl: emulator.url, writeIntervalMs: 0 }, 'podinfo-prod');
   t.deepEqual(rest, [b.pullRequest!.number]);
+  noViolations(t, emulator);
+});
+
+test('a newer failure of the target closes the revert PR of the older one, with a comment linking the new PR, once; other targets are left alone', async (t) => {
+  const { fx, emulator, backend } = await setup(t);
+  const older = await backend.deliver(revertChange(fx), 'pull-request');
+  const other = await backend.deliver(revertChange(fx, { target: 'other-prod' }), 'pull-request');
+  const newer = await backend.deliver(revertChange(fx, { bad: [fx.c[4]!] }), 'pull-request');
+  t.true(newer.created);
+  const byNumber = (n: number) => emulator.pulls.find((p) => p.number === n)!;
+  t.is(byNumber(older.pullRequest!.number).state, 'closed');
+  t.deepEqual(byNumber(older.pullRequest!.number).comments.map((c) => c.body), [
+    `Superseded by ${newer.pullRequest!.url}: a newer failure of \`podinfo-prod\` (${fx.c[4]!.slice(0, 12)}) needs its own revert. Closing this one. (lastgood)`,
+  ]);
+  t.is(byNumber(newer.pullRequest!.number).state, 'open');
+  t.is(byNumber(other.pullRequest!.number).state, 'open');
+  // a rerun finds its PR and writes nothing more on the closed one
+  const again = await backend.deliver(revertChange(fx, { bad: [fx.c[4]!] }), 'pull-request');
+  t.false(again.created);
+  t.is(byNumber(older.pullRequest!.number).comments.length, 1);
   noViolations(t, emulator);
 });
 

@@ -129,6 +129,8 @@ interface PullRequestContext {
   branch: { id: string; oid: string } | undefined;
   labelIds: Map<string, string>;
   userIds: Map<string, string>;
+  /** the other open pull requests into the base from this repository (their branch names): where superseded reverts are found */
+  open: Array<{ number: number; headRef: string }>;
 }
 
 interface GqlPull {
@@ -562,6 +564,7 @@ class GitHubRepo implements GitHubBackend {
       }
       // what an earlier run did not finish (its answer lost, or killed before it): labels, reviewers, assignees
       await this.decorate(existing, spec, ctx, warn);
+      await this.supersedeOlder(change, existing.url, ctx, warn);
       return { commit: head, branch: existing.headRef, pullRequest: { url: existing.url, number: existing.number }, created: false, ...(warnings.length ? { warnings } : {}) };
     }
 
@@ -606,12 +609,14 @@ class GitHubRepo implements GitHubBackend {
         lost(made.raced);
         await this.decorate(made.raced, spec, await this.pullRequestContext(change.branch, branch, marker, spec), warn);
         if (spec.autoMerge) await this.tryMerge(made.raced.number, made.raced.headSha, warn);
+        await this.supersedeOlder(change, made.raced.url, ctx, warn);
         return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: true, ...(warnings.length ? { warnings } : {}) };
       }
       ({ commit, pull } = made);
     }
     await this.decorate(pull, spec, ctx, warn);
     if (spec.autoMerge) await this.tryMerge(pull.number, commit, warn);
+    await this.supersedeOlder(change, pull.url, ctx, warn);
     return { commit, branch, pullRequest: { url: pull.url, number: pull.number }, created: true, ...(warnings.length ? { warnings } : {}) };
   }
 
@@ -661,6 +666,7 @@ class GitHubRepo implements GitHubBackend {
       branch: repo.branch ? { id: repo.branch.id, oid: repo.branch.target.oid } : undefined,
       labelIds,
       userIds,
+      open: repo.byBase.nodes.filter((p) => ours(p) && p.number !== pr?.number).map((p) => ({ number: p.number, headRef: p.headRefName })),
     };
   }
 
@@ -902,7 +908,32 @@ class GitHubRepo implements GitHubBackend {
     return out;
   }
 
-  /** Closes the open lastgood PRs of a target (branch prefix `lastgood/<target>/`), except `keepBad`'s. */
+  /**
+   * A newer failure's revert supersedes the target's open reverts of older failures — those whose
+   * bad commit is an ancestor of this one's — as on the merge-request hosts (review-request.ts
+   * `supersede`): each gets a comment linking the new pull request, once, and is closed. A revert for
+   * a newer failure is left alone (a run on stale evidence must not close it). The revert is made
+   * either way: a failure here is a warning.
+   */
+  private async supersedeOlder(change: Change, url: string, ctx: PullRequestContext, warn: (m: string) => void): Promise<void> {
+    const bad = change.bad[0];
+    const prefix = `lastgood/${change.target}/`;
+    // the open pull requests were read with the context: no request at all when there is no other revert of the target
+    const candidates = ctx.open.filter((p) => p.headRef.startsWith(prefix) && p.headRef !== reviewBranch(change));
+    if (!bad || candidates.length === 0) return;
+    const comment = `Superseded by ${url}: a newer failure of \`${change.target}\` (${bad.slice(0, 12)}) needs its own revert. Closing this one. (lastgood)`;
+    try {
+      for (const pull of candidates) {
+        const older = await this.resolveCommit(pull.headRef.slice(prefix.length));
+        if (!older || older === bad || !(await this.isAncestor(older, bad))) continue;
+        await this.commentOnce(pull.number, comment);
+        await this.call(`closing pull request #${pull.number}`, 'pull-requests', () => this.octokit.rest.pulls.update({ ...this.repoArgs, pull_number: pull.number, state: 'closed' }));
+      }
+    } catch (error) {
+      warn(`the target's older revert pull requests were not closed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   /** RepoBackend: close open revert PRs of `target` whose bad commit the healthy revision contains. */
   async closeSupersededReverts(target: string, healthyRevision: string): Promise<number[]> {
     const comment = `A newer healthy revision (${healthyRevision}) of \`${target}\` landed, so this revert is no longer needed: closing it. (lastgood)`;
