@@ -79,19 +79,19 @@ async function job(backend: Backend, location: string, repoFile: string): Promis
   const startupMs = performance.now();
   const { pino } = await import('pino');
   const { ConfigSchema } = await import('../src/config/schema.ts');
-  const { run } = await import('../src/engine.ts');
+  const { run } = await import('../src/engine/index.ts');
   const repo = JSON.parse(readFileSync(repoFile, 'utf8')) as Monorepo;
   const cpu = () => {
     const c = process.cpuUsage();
     return (c.user + c.system) / 1000;
   };
   let reader;
-  if (backend === 'local') reader = new (await import('../src/deliver/local.ts')).LocalRepo(location);
+  if (backend === 'local') reader = new (await import('../src/deliver/local/index.ts')).LocalRepo(location);
   else if (backend === 'git-remote') {
     const { url, cacheDir } = JSON.parse(location) as { url: string; cacheDir: string };
     reader = new (await import('../src/deliver/git-remote/remote-repo.ts')).RemoteRepo({ url, cacheDir });
   } else {
-    const { createGitHubBackend } = await import('../src/deliver/github.ts');
+    const { createGitHubBackend } = await import('../src/deliver/github/index.ts');
     reader = createGitHubBackend({ owner: 'acme', repo: 'gitops', token: TOKEN, baseUrl: location, writeIntervalMs: 0 });
   }
   const url = backend === 'github' ? 'https://github.com/acme/gitops' : backend === 'local' ? location : (JSON.parse(location) as { url: string }).url;

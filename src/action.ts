@@ -24,13 +24,14 @@ import { resolveTarget, type Config, type ResolvedTarget } from './config/schema
 import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
 import { openRepo } from './deliver/registry.ts';
-import { check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine.ts';
+import { analysisSessions, check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine/index.ts';
+import type { AnalysisResult, Lookup } from './analysis/index.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
 import { ALERT_API_VERSION } from './observe/event-alertmanager.ts';
-import { matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
+import { eventScope, matchEvent, readEvent, withEventObjects, type EventMatch, type ParsedEvent } from './observe/event.ts';
 import type { ResourceRef } from './observe/kube.ts';
 import { readSnapshots } from './observe/snapshot.ts';
-import { groupKind, type Observed } from './observe/types.ts';
+import type { Observed } from './observe/types.ts';
 import { makeLogger as logger } from './report/log.ts';
 import { redact } from './scrub.ts';
 import { reportJson } from './report/text.ts';
@@ -142,12 +143,13 @@ async function kubeconfigFile(value: string, inWorkspace: (p: string) => string)
   return file;
 }
 
-/** Where the targets' objects come from, besides the event: snapshot files, the cluster, or nowhere. */
-type ObjectSource = { kind: 'snapshot' | 'cluster' | 'none'; read(resources: ResourceRef[]): Promise<Observed[]> };
+/** Where the targets' objects come from, besides the event: snapshot files, the cluster, or nowhere; `lookup` reads one more object by name (the cluster only). */
+type ObjectSource = { kind: 'snapshot' | 'cluster' | 'none'; read(resources: ResourceRef[]): Promise<Observed[]>; lookup?: Lookup };
 
 function objectSource(inputs: Inputs): ObjectSource {
   if (inputs.snapshots.length > 0) return { kind: 'snapshot', read: () => readSnapshots(inputs.snapshots) };
   const cluster = inputs.kubeconfig || process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST;
+  let reader: Lookup | undefined;
   if (cluster) {
     return {
       kind: 'cluster',
@@ -155,6 +157,10 @@ function objectSource(inputs: Inputs): ObjectSource {
         // loaded on demand: the Kubernetes client is heavy and event-only runs never need it
         const { readFromCluster } = await import('./observe/kube.ts');
         return readFromCluster(resources, inputs.kubeconfig);
+      },
+      lookup: async (ref) => {
+        reader ??= (await import('./observe/kube.ts')).clusterReader(inputs.kubeconfig);
+        return reader(ref);
       },
     };
   }
@@ -165,19 +171,6 @@ function objectSource(inputs: Inputs): ObjectSource {
 function withStrategy(config: Config, strategy: Inputs['strategy']): Config {
   if (!strategy) return config;
   return { ...config, defaults: { ...config.defaults, strategy }, targets: config.targets.map((t) => ({ ...t, strategy })) };
-}
-
-/** The config with each target's resources cut down to the objects observed (event-only runs). */
-function onlyObserved(config: Config, observed: Observed[]): Config {
-  const key = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => `${groupKind(apiVersion, kind)}|${namespace ?? ''}|${name}`;
-  const seen = new Set(observed.map(({ object: o }) => key(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name)));
-  return {
-    ...config,
-    targets: config.targets.map((t) => {
-      const resources = t.resources.filter((r) => seen.has(key(r.apiVersion, r.kind, r.namespace, r.name)));
-      return resources.length > 0 ? { ...t, resources } : t;
-    }),
-  };
 }
 
 function makeLogger(): Logger {
@@ -194,6 +187,8 @@ interface RunContext {
   eventObserved: Observed[];
   log: Logger;
   commitUrl?: (sha: string) => string;
+  /** metric checks (README "Metric checks"): each measurement taken once, when due, over the whole run */
+  analyse(observed: Observed[], now: Date): Promise<Map<string, AnalysisResult>>;
 }
 
 async function observe(ctx: RunContext): Promise<Observed[]> {
@@ -205,10 +200,11 @@ async function observe(ctx: RunContext): Promise<Observed[]> {
 async function runOnce(ctx: RunContext, observations?: Map<string, number>, observed?: Observed[]): Promise<Report> {
   const seen = observed ?? (await observe(ctx));
   const now = new Date();
+  const analysis = await ctx.analyse(seen, now);
   const targets: TargetOutcome[] = [];
   for (const t of ctx.targets) {
     const report = await run({
-      config: ctx.config, observed: seen, now, target: t.name, repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+      config: ctx.config, observed: seen, now, target: t.name, repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log, analysis,
       ...(observations ? { observations } : {}), ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
     });
     targets.push(...report.targets);
@@ -226,6 +222,7 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
   const started = Date.now();
   const tracks = new Map<string, Track>();
   let observed: Observed[] = [];
+  let analysis = new Map<string, AnalysisResult>();
   let last: Array<{ target: ResolvedTarget; verdict: Verdict }> = [];
   let lastLine = '';
   let lastPrinted = 0;
@@ -233,7 +230,8 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
   for (;;) {
     observed = await observe(ctx);
     const now = Date.now();
-    last = check({ config: ctx.config, observed, now: new Date(now) }).filter((c) => ctx.targets.some((t) => t.name === c.target.name));
+    analysis = await ctx.analyse(observed, new Date(now));
+    last = check({ config: ctx.config, observed, now: new Date(now), analysis }).filter((c) => ctx.targets.some((t) => t.name === c.target.name));
     const pending: Array<{ target: ResolvedTarget; verdict: Verdict }> = [];
     for (const { target, verdict } of last) {
       const track = observeTarget(tracks.get(target.name) ?? NEW_TRACK, verdict, now);
@@ -262,7 +260,7 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
     const evaluation = evaluate(track, { verdict, target, now, intervalMs: ctx.inputs.intervalMs, ...(timedOut ? { deadline: waited } : {}) });
     targets.push(await runTracked({
       config: ctx.config, observed, now: new Date(now), target, evaluation, observations: track.failedInARow,
-      repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log,
+      repo: ctx.repo, mode: ctx.inputs.mode, dryRun: ctx.inputs.dryRun, log: ctx.log, analysis,
       ...(ctx.commitUrl ? { commitUrl: ctx.commitUrl } : {}),
     }));
   }
@@ -276,8 +274,10 @@ async function runWaiting(ctx: RunContext, waitMs: number): Promise<Report> {
  */
 async function recordObserved(ctx: RunContext, report: Report): Promise<void> {
   const observed = await observe(ctx);
+  const now = new Date();
+  const analysis = await ctx.analyse(observed, now);
   for (const target of ctx.targets) {
-    for (const r of await recordHealthy({ config: ctx.config, observed, now: new Date(), target: target.name, repo: ctx.repo, failures: true })) {
+    for (const r of await recordHealthy({ config: ctx.config, observed, now, target: target.name, repo: ctx.repo, failures: true, analysis })) {
       const outcome = report.targets.find((t) => t.name === r.target);
       if (outcome) outcome.reason = `${outcome.reason}; ${r.reason}`;
       core.info(redact(`${r.target}: ${r.reason}`));
@@ -373,10 +373,11 @@ async function main(): Promise<void> {
   }
   const source = objectSource(inputs);
   // Event only (no cluster, no snapshot): a target is judged on the objects the event reports; its other resources cannot be seen.
-  const runConfig = match ? (source.kind === 'none' ? onlyObserved(match.config, match.observed) : match.config) : config;
-  const targetNames = match ? match.targets.filter((n) => !inputs.target || n === inputs.target) : selectTargets(config, inputs.target).map((t) => t.name);
-  if (event && match && targetNames.length === 0) {
-    const unmatched = match.unmatched ?? `the event concerns ${match.targets.join(', ')}, not the target input "${inputs.target}"`;
+  const scope = match ? eventScope(match, { ...(inputs.target ? { target: inputs.target } : {}), eventOnly: source.kind === 'none' }) : undefined;
+  const runConfig = scope?.config ?? config;
+  const targetNames = scope ? scope.targets : selectTargets(config, inputs.target).map((t) => t.name);
+  if (event && scope?.unmatched !== undefined) {
+    const unmatched = scope.unmatched;
     core.info(redact(`nothing to do: ${unmatched}`));
     setOutputs({ targets: [] });
     await writeSummary(renderSummary({ targets: [] }, { event: event.summary, unmatched, dryRun: inputs.dryRun }));
@@ -387,11 +388,22 @@ async function main(): Promise<void> {
   }
   const repo = await repoFor(inputs, config);
   const commitUrl = commitLinks({ repo });
+  const targets = runConfig.targets.filter((t) => targetNames.includes(t.name)).map((t) => resolveTarget(runConfig, t));
+  // metric checks need the workload: with only an event to go by there is nothing to measure
+  const sessions = source.kind === 'none' ? undefined : analysisSessions(runConfig, { ...(source.lookup ? { read: source.lookup } : {}), provider: { relativeTo: path.dirname(inputs.configFile), env: process.env } });
   const ctx: RunContext = {
     config: runConfig,
-    targets: runConfig.targets.filter((t) => targetNames.includes(t.name)).map((t) => resolveTarget(runConfig, t)),
+    targets,
     repo, inputs, source, eventObserved: match?.observed ?? [], log,
     ...(commitUrl ? { commitUrl } : {}),
+    async analyse(observed, now) {
+      const out = new Map<string, AnalysisResult>();
+      for (const t of targets) {
+        const session = sessions?.(t);
+        if (session) out.set(t.name, await session.update(observed, now.getTime()));
+      }
+      return out;
+    },
   };
   const waitMs = source.kind !== 'none' ? inputs.waitMs : undefined;
   if (inputs.waitMs !== undefined && waitMs === undefined) core.warning('wait ignored: there is no cluster access or snapshot to poll, only the event', { title: 'lastgood' });
@@ -406,9 +418,14 @@ async function main(): Promise<void> {
     ...(commitUrl ? { commitUrl } : {}),
     ...(waitMs !== undefined ? { waited: formatDuration(waitMs) } : {}),
   }));
-  if (exitCodeFor(report) !== 0) {
-    const left = report.targets.filter((t) => (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert').map((t) => t.name);
-    core.setFailed(`${left.length} target${left.length === 1 ? '' : 's'} failed and ${left.length === 1 ? 'was' : 'were'} not reverted: ${left.join(', ')}`);
+  const code = exitCodeFor(report);
+  if (code !== 0) {
+    const left = report.targets.filter((t) => !t.error && (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert').map((t) => t.name);
+    const errors = report.targets.filter((t) => t.error).map((t) => `${t.name}: ${t.error!.message}`);
+    const said = [...errors, ...(left.length ? [`${left.length} target${left.length === 1 ? '' : 's'} failed and ${left.length === 1 ? 'was' : 'were'} not reverted: ${left.join(', ')}`] : [])];
+    core.setFailed(redact(said.join('\n')));
+    // DESIGN.md's codes, as the CLI's: 2 bad input (a time ahead of the clock), 3 an outside system, 1 a failure left as it is
+    process.exitCode = code;
   }
 }
 

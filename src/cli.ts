@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
-import type { Report } from './engine.ts';
+import type { Report } from './engine/index.ts';
 import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
 import { VERSION } from './version.ts';
@@ -19,7 +19,7 @@ let logger: Logger | undefined;
 const log = (): Logger => (logger ??= makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'warn'));
 const { readSnapshots } = await import('./observe/snapshot.ts');
 const loadConfig = async (file: string) => (await import('./config/load.ts')).loadConfig(file);
-const engine = () => import('./engine.ts');
+const engine = () => import('./engine/index.ts');
 const openRepo: typeof import('./deliver/registry.ts').openRepo = async (opts) => (await import('./deliver/registry.ts')).openRepo(opts);
 
 /** --now is strict ISO 8601 with a zone: a lenient parse read "1" as the year 2001. */
@@ -32,8 +32,8 @@ async function parseNow(value: string | undefined): Promise<Date> {
 }
 
 /** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
-async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date, cluster: ClusterFlags = {}): Promise<Observed[]> {
-  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots, { now });
+async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, cluster: ClusterFlags = {}): Promise<Observed[]> {
+  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
   const { selectTargets } = await engine();
@@ -50,6 +50,13 @@ function clusterOptions(command: Command): Command {
   return command
     .option('--kubeconfig <file>', 'the kubeconfig to read the cluster with (default: KUBECONFIG, ~/.kube/config, in-cluster)')
     .option('--context <name>', 'the kubeconfig context to use (default: its current-context)');
+}
+
+/** Metric checks due by `now` (README "Metric checks"): templates and ReplicaSets are read from the cluster unless the objects come from snapshots. */
+async function analyseFor(config: Config, configFile: string, observed: Observed[], now: Date, target: string | undefined, snapshots: string[] | undefined, cluster: ClusterFlags = {}) {
+  const { analyse } = await engine();
+  const read = snapshots && snapshots.length > 0 ? undefined : (await import('./observe/kube.ts')).clusterReader(cluster.kubeconfig, cluster.context);
+  return analyse({ config, observed, now, target, ...(read ? { read } : {}), provider: { relativeTo: path.dirname(path.resolve(configFile)), env: process.env } });
 }
 
 /** The repository backend; `progress`: show a long fetch's progress on stderr (not in the controller, whose stderr is its JSON log). */
@@ -128,12 +135,13 @@ clusterOptions(program
   .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
-    const observed = await observe(o.snapshot, config, o.target, now, o);
+    const observed = await observe(o.snapshot, config, o.target, o);
     const { checkReport, recordHealthy } = await engine();
-    const { targets } = checkReport({ config, observed, now, target: o.target });
+    const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
+    const { targets } = checkReport({ config, observed, now, target: o.target, analysis });
     if (o.record) {
       const repo = await repoFor(config, o.config, undefined);
-      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true })) {
+      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true, analysis })) {
         const t = targets.find((x) => x.name === r.target)!;
         t.reason = `${t.reason}; ${r.reason}`;
         if (r.recorded && r.commit && r.state === 'healthy') {
@@ -171,25 +179,72 @@ program
     }
   });
 
+program
+  .command('log')
+  .description('what lastgood did to each target, newest first: reverts and whether they still hold, requests, verified records, people\'s reverts (reads only)')
+  .requiredOption('--config <file>', 'lastgood.yaml')
+  .option('--target <name>', 'only this target')
+  .option('--since <when>', 'how far back: a duration (30d, 36h) or an ISO 8601 time (default: 7d; at most 5,000 commits are read)')
+  .option('--repo <path|url>', 'the config repository (overrides repo.url)')
+  .option('--now <time>', 'the clock, ISO 8601 (default: now)')
+  .option('--json', 'print one JSON document (templates/log.schema.json)')
+  .option('--markdown', 'print Markdown (an incident report, a job summary)')
+  .action(async (o: { config: string; target?: string; since?: string; repo?: string; now?: string; json?: boolean; markdown?: boolean }) => {
+    if (o.json && o.markdown) throw new InputError('log: --json and --markdown cannot be used together');
+    const config = await loadConfig(o.config);
+    const now = await parseNow(o.now);
+    const targets = (await engine()).selectTargets(config, o.target);
+    const { readAuditLog, sinceFrom } = await import('./audit/timeline.ts');
+    const { parseDuration } = await import('./config/duration.ts');
+    const { parseTime } = await import('./observe/times.ts');
+    const window = sinceFrom(o.since, now, { duration: parseDuration, time: parseTime });
+    if ('error' in window) throw new InputError(window.error);
+    const repo = await repoFor(config, o.config, o.repo);
+    const log = await readAuditLog({ repo, branch: config.repo.branch, targets: targets.map((t) => ({ name: t.name, paths: t.paths })), since: window.since, why: window.why, now });
+    const { formatLogJson, formatLogMarkdown, formatLogText } = await import('./audit/format.ts');
+    const { terminalStyle } = await import('./report/text.ts');
+    process.stdout.write(o.json ? formatLogJson(log) : o.markdown ? formatLogMarkdown(log) : formatLogText(log, { color: terminalStyle(process.stdout, process.env)?.color ?? false }));
+  });
+
 clusterOptions(program
   .command('run'))
   .description('check every target and revert those whose policy says so')
   .requiredOption('--config <file>', 'lastgood.yaml')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
+  .option('--event <file>', 'a webhook payload (Flux, Argo CD, Flagger, Alertmanager), e.g. $TRIGGER_PAYLOAD in a GitLab CI job; without --snapshot and a cluster, only its objects are judged')
   .option('--target <name>', 'only this target')
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
   .addOption(new Option('--mode <mode>', 'commit or pull-request (overrides the config)').choices(['commit', 'pull-request']))
   .option('--dry-run', 'print the plan and the diff, write nothing')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
-    const config = await loadConfig(o.config);
+  .action(async (o: { config: string; snapshot?: string[]; event?: string; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
+    let config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();
     selectTargets(config, o.target);
-    const observed = await observe(o.snapshot, config, o.target, now, o);
+    let observed: Observed[];
+    if (o.event) {
+      // the same payloads as the Action's event input (src/observe/event.ts)
+      const { eventScope, matchEvent, readEvent, withEventObjects } = await import('./observe/event.ts');
+      const event = await readEvent(o.event, { now });
+      const match = matchEvent(event, config);
+      // without --snapshot, the cluster is read only where there is one to read (--kubeconfig, KUBECONFIG, in-cluster)
+      const cluster = Boolean(o.snapshot?.length || o.kubeconfig || process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST);
+      const scope = eventScope(match, { ...(o.target ? { target: o.target } : {}), eventOnly: !cluster });
+      if (scope.unmatched !== undefined) {
+        process.stderr.write(`lastgood: nothing to do: ${redact(scope.unmatched)} (event: ${redact(event.summary)})\n`);
+        await print({ targets: [] }, Boolean(o.json));
+        return;
+      }
+      config = { ...scope.config, targets: scope.config.targets.filter((t) => scope.targets.includes(t.name)) };
+      observed = withEventObjects(cluster ? await observe(o.snapshot, config, o.target, o) : [], match.observed);
+    } else {
+      observed = await observe(o.snapshot, config, o.target, o);
+    }
+    const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
     const repo = await repoFor(config, o.config, o.repo);
-    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
+    const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), analysis });
     await print(report, Boolean(o.json), Boolean(o.dryRun));
   });
 
@@ -213,7 +268,7 @@ program
     const { personRevert, personRevertExitCode, selectTargets } = await engine();
     selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
-    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
+    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
     const repo = await repoFor(config, o.config, o.repo);
     const report = await personRevert({ config, observed, now, repo, target: o.target, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
     const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
@@ -243,6 +298,22 @@ clusterOptions(program
   });
 
 program
+  .command('status')
+  .description("what the running controller holds for each target: verdict, decision, what it waits for, last-known-good, last action (its GET /targets)")
+  .requiredOption('--controller <url>', "the controller's HTTP port, e.g. http://127.0.0.1:8080 after kubectl -n lastgood port-forward svc/lastgood-controller 8080")
+  .option('--json', 'print the JSON document as the controller serves it')
+  .action(async (o: { controller: string; json?: boolean }) => {
+    const { fetchTargets } = await import('./controller/status-client.ts');
+    const doc = await fetchTargets(o.controller);
+    if (o.json) {
+      process.stdout.write(JSON.stringify(doc, null, 2) + '\n');
+      return;
+    }
+    const { formatStatusTable } = await import('./controller/status.ts');
+    process.stdout.write(formatStatusTable(doc));
+  });
+
+program
   .command('install')
   .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -), or write them as a kustomize base")
   .requiredOption('--config <file>', 'lastgood.yaml')
@@ -251,9 +322,22 @@ program
   .option('--namespace <name>', "the controller's namespace (default: controller.namespace, else lastgood)")
   .option('--ca-file <pem>', "a private CA's certificates (the git host's): mounted, and named in NODE_EXTRA_CA_CERTS")
   .option('--kustomize <dir>', 'write a kustomize base into DIR (kubectl apply -k DIR; commit it for Flux or Argo CD) instead of printing')
-  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string }) => {
+  .option('--monitoring', "the controller's monitoring instead: a PrometheusRule (alerts), a ServiceMonitor and the Grafana dashboard")
+  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string; monitoring?: boolean }) => {
     const { mkdir, readFile, writeFile } = await import('node:fs/promises');
     const config = await loadConfig(o.config);
+    if (o.monitoring) {
+      const { monitoringManifests } = await import('./controller/install.ts');
+      const out = await monitoringManifests({ config, ...(o.namespace ? { namespace: o.namespace } : {}) });
+      if (!o.kustomize) {
+        process.stdout.write(out.yaml);
+        return;
+      }
+      await mkdir(o.kustomize, { recursive: true });
+      for (const [name, text] of Object.entries(out.kustomize)) await writeFile(path.join(o.kustomize, name), text);
+      process.stdout.write(`${o.kustomize}: ${Object.keys(out.kustomize).join(', ')} (kubectl apply -k ${o.kustomize})\n`);
+      return;
+    }
     let ca: { file: string; pem: string } | undefined;
     if (o.caFile) {
       try {
@@ -276,10 +360,11 @@ program
 
 program
   .command('schema')
-  .description('print the JSON Schema of lastgood.yaml')
-  .action(async () => {
-    const { configJsonSchema } = await import('./config/schema.ts');
-    process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + '\n');
+  .description('print the JSON Schema of lastgood.yaml (--log: of the `lastgood log --json` document)')
+  .option('--log', 'the schema of `lastgood log --json`')
+  .action(async (o: { log?: boolean }) => {
+    const schema = o.log ? (await import('./audit/schema.ts')).logJsonSchema() : (await import('./config/schema.ts')).configJsonSchema();
+    process.stdout.write(JSON.stringify(schema, null, 2) + '\n');
   });
 
 program

@@ -1,5 +1,5 @@
 import test from 'ava';
-import type { TargetOutcome } from '../src/engine.ts';
+import type { TargetOutcome } from '../src/engine/index.ts';
 import { primaryOutcome, renderSummary } from '../src/report/summary.ts';
 
 const outcome = (o: Partial<TargetOutcome> & Pick<TargetOutcome, 'name' | 'verdict' | 'action'>): TargetOutcome => ({

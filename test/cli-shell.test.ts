@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import jsyaml from 'js-yaml';
 import { formatReport, terminalStyle } from '../src/report/text.ts';
-import type { Report } from '../src/engine.ts';
+import type { Report } from '../src/engine/index.ts';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
 import { tempDir } from './support/git.ts';
 import { startKubeEmulator } from './support/kube-emulator.ts';

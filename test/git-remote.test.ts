@@ -139,7 +139,7 @@ test('warm mirror (repo.cacheDir): the second run fetches only what is new', asy
 
 test('check --record pushes a verified note; lkg reads it back; a concurrent note is merged, not lost', async (t) => {
   const f = await fixture(t);
-  const healthy = writeFile(f.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${f.good}`, applied: `main@sha1:${f.good}`, ready: 'True' })));
+  const healthy = writeFile(f.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${f.good}`, applied: `main@sha1:${f.good}`, ready: 'True', since: '2026-11-01T11:50:00Z' })));
   // someone else records a note on another commit between our read and our push
   const other = path.join(tempDir('lastgood-remote-notes-'), 'clone');
   await nativeGit(path.dirname(other), 'clone', '-q', f.url, other);
@@ -176,7 +176,7 @@ test('pull-request mode pushes lastgood/<target>/<bad12> once, prints where to o
   t.is(git(f.bare, 'rev-parse', `refs/heads/${branch}`), target!.commit);
   t.is(git(f.bare, 'rev-parse', 'main'), f.bad, 'the branch under review is not touched');
   t.is(git(f.bare, 'show', `${branch}:${P}values.yaml`), values('1.0.0').trim());
-  t.true(target!.notes?.includes(`pushed ${branch}; open a merge request from it into main (lastgood opens requests only on GitHub)`), JSON.stringify(target!.notes));
+  t.true(target!.notes?.includes(`pushed ${branch}; open a merge request from it into main (set repo.provider for lastgood to open it)`), JSON.stringify(target!.notes));
   const again = await run(f);
   t.is(again.code, 0, again.stderr + again.stdout);
   const [second] = (JSON.parse(again.stdout) as { targets: Array<{ commit: string; created: boolean }> }).targets;

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { firstParentLog } from '../src/history/graph.ts';
 import path from 'node:path';
-import { closeSupersededPullRequests, createGitHubBackend, pullRequestMarker, type GitHubBackendOptions } from '../src/deliver/github.ts';
+import { closeSupersededPullRequests, createGitHubBackend, pullRequestMarker, type GitHubBackendOptions } from '../src/deliver/github/index.ts';
 import { InputError, RemoteError } from '../src/errors.ts';
 import type { Change } from '../src/repo/types.ts';
 import { startGitHubEmulator, type Emulator } from './support/github-emulator.ts';
@@ -377,10 +377,12 @@ test('a reviewer that cannot be requested is a warning, not a failure; autoMerge
 
 test('closeSupersededPullRequests closes the target\'s older revert PRs and keeps the named one', async (t) => {
   const { fx, emulator, backend } = await setup(t);
-  const a = await backend.deliver(revertChange(fx), 'pull-request');
+  // the newer failure's revert first: delivering the older one (stale evidence) must not close it
   const b = await backend.deliver(revertChange(fx, { bad: [fx.c[4]!] }), 'pull-request');
+  const a = await backend.deliver(revertChange(fx), 'pull-request');
   const other = await backend.deliver(revertChange(fx, { target: 'other-prod', bad: [fx.c[4]!] }), 'pull-request');
   t.is(emulator.pulls.length, 3);
+  t.true(emulator.pulls.every((p) => p.state === 'open'));
   const closed = await closeSupersededPullRequests(backend as Parameters<typeof closeSupersededPullRequests>[0], 'podinfo-prod', fx.c[4]);
   t.deepEqual(closed, [a.pullRequest!.number]);
   const byNumber = (n: number) => emulator.pulls.find((p) => p.number === n)!;
@@ -394,8 +396,28 @@ test('closeSupersededPullRequests closes the target\'s older revert PRs and keep
   noViolations(t, emulator);
 });
 
+test('a newer failure of the target closes the revert PR of the older one, with a comment linking the new PR, once; other targets are left alone', async (t) => {
+  const { fx, emulator, backend } = await setup(t);
+  const older = await backend.deliver(revertChange(fx), 'pull-request');
+  const other = await backend.deliver(revertChange(fx, { target: 'other-prod' }), 'pull-request');
+  const newer = await backend.deliver(revertChange(fx, { bad: [fx.c[4]!] }), 'pull-request');
+  t.true(newer.created);
+  const byNumber = (n: number) => emulator.pulls.find((p) => p.number === n)!;
+  t.is(byNumber(older.pullRequest!.number).state, 'closed');
+  t.deepEqual(byNumber(older.pullRequest!.number).comments.map((c) => c.body), [
+    `Superseded by ${newer.pullRequest!.url}: a newer failure of \`podinfo-prod\` (${fx.c[4]!.slice(0, 12)}) needs its own revert. Closing this one. (lastgood)`,
+  ]);
+  t.is(byNumber(newer.pullRequest!.number).state, 'open');
+  t.is(byNumber(other.pullRequest!.number).state, 'open');
+  // a rerun finds its PR and writes nothing more on the closed one
+  const again = await backend.deliver(revertChange(fx, { bad: [fx.c[4]!] }), 'pull-request');
+  t.false(again.created);
+  t.is(byNumber(older.pullRequest!.number).comments.length, 1);
+  noViolations(t, emulator);
+});
+
 test('GitHub URLs are recognised for the registry; GHES needs an API URL; no token is refused', async (t) => {
-  const { parseGitHubUrl, gitHubBackendFactory } = await import('../src/deliver/github.ts');
+  const { parseGitHubUrl, gitHubBackendFactory } = await import('../src/deliver/github/index.ts');
   t.deepEqual(parseGitHubUrl('https://github.com/acme/gitops.git'), { owner: 'acme', repo: 'gitops', baseUrl: 'https://api.github.com' });
   t.deepEqual(parseGitHubUrl('https://x-access-token:abc@github.com/acme/gitops'), { owner: 'acme', repo: 'gitops', baseUrl: 'https://api.github.com' });
   t.is(parseGitHubUrl('https://git.example.com/acme/gitops'), undefined);

@@ -40,8 +40,9 @@ test('HelmRelease rolled back and stalled: terminal failure naming the rollback;
   t.like(h, { state: 'failed', reason: 'RetriesExceeded', terminal: true, failureClass: 'analysis' });
   t.regex(h.message, /RollbackSucceeded: Helm rollback to previous release prod\/podinfo\.v4/);
   t.deepEqual(h.attempted, { raw: '6.6.0+9f8e7d6c5b4a', chart: '6.6.0', chartName: 'podinfo', sha: '9f8e7d6c5b4a' });
-  // history[0] is the rollback's own release of the previous chart: deployed, so the last success.
-  t.deepEqual(h.lastSucceeded, { raw: '6.5.4+1a2b3c4d5e6f', chart: '6.5.4', chartName: 'podinfo', sha: '1a2b3c4d5e6f' });
+  // history[0] is the rollback's own release of the previous chart: deployed, so the last success,
+  // with when it last went out (lastDeployed: locate looks for a values change only after it)
+  t.deepEqual(h.lastSucceeded, { raw: '6.5.4+1a2b3c4d5e6f', chart: '6.5.4', chartName: 'podinfo', sha: '1a2b3c4d5e6f', at: '2026-08-22T15:19:30Z' });
 });
 
 test('HelmRelease: the objects its failed wait names are failingObjects too (helm-controller waits with fluxcd/pkg ssa)', async (t) => {
@@ -55,7 +56,7 @@ test('HelmRelease docs history (OCI chart): the +<12 hex> suffix is the OCI dige
   const text = await readFile(path.join(ROOT, 'fixtures/upstream/flux-helmrelease/helm-controller-docs-history-example.yaml'), 'utf8');
   const doc = parseAllDocuments(text).map((d) => d.toJS() as KubeObject)[0]!;
   const h = assess(doc, NOW);
-  t.deepEqual(h.lastSucceeded, { raw: '6.6.1+0cc9a8446c95', chart: '6.6.1', chartName: 'podinfo' });
+  t.deepEqual(h.lastSucceeded, { raw: '6.6.1+0cc9a8446c95', chart: '6.6.1', chartName: 'podinfo', at: '2024-05-07T04:54:55Z' });
 });
 
 // ---------- Flux Kustomization: the objects a health check names ----------

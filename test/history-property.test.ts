@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { underPaths } from '../src/history/graph.ts';
-import { locate } from '../src/history/locate.ts';
+import { locate, revertInput } from '../src/history/locate.ts';
 import { planRevert } from '../src/revert/threeway.ts';
 import { git, makeRepo } from './support/git.ts';
 import { evidenceOf } from './support/history.ts';
@@ -194,8 +194,7 @@ test('random graphs with merges: locate names the injected commit (or its merge)
         })();
         t.false(firstParentHasIt, 'the named merge is where the injected commit reached the mainline');
       }
-      const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
-      const plan = await planRevert(reader, { head: sha.get(attempted)!, steps, paths: TARGET }).catch((e: Error) => (e.name === 'RevertImpossible' ? undefined : Promise.reject(e)));
+      const plan = await planRevert(reader, { head: sha.get(attempted)!, ...revertInput(located, TARGET) }).catch((e: Error) => (e.name === 'RevertImpossible' ? undefined : Promise.reject(e)));
       for (const f of plan?.files ?? []) t.true(underPaths(f.path, TARGET), `${f.path} is inside the target paths`);
       if (plan) t.deepEqual(plan.files.map((f) => f.path), ['app/0.yaml'], 'only the injected change is undone');
     }),

@@ -298,3 +298,20 @@ test('.sourceignore: a change to a file Flux leaves out of its artifact is not a
   const o = await everyBackend(t, h, ['apps/podinfo/'], evidenceOf([k], [K]), { resources: [K], objects: [k] });
   t.regex(o.refused!, /nothing that Flux Kustomization flux-system\/apps \(spec\.path \.\/apps\) reads for this target changed/);
 });
+
+test('a commit of the range that changed only files the engine does not read for the target is kept, files and all', async (t) => {
+  const h = new History();
+  h.commit({ 'apps/podinfo/kustomization.yaml': kz(['deploy.yaml']), 'apps/podinfo/deploy.yaml': deploy('6.9.3'), 'apps/podinfo/NOTES.md': 'v6\n', 'apps/podinfo/next/values.yaml': 'tag: 7.1.0\n' }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const bad = h.commit({ 'apps/podinfo/deploy.yaml': deploy('7.0.0') }, 'podinfo 7.0.0');
+  const notes = h.commit({ 'apps/podinfo/NOTES.md': 'v7\n', 'apps/podinfo/next/values.yaml': 'tag: 7.2.0\n' }, 'notes and the next release\'s draft values');
+  const k = flux({ path: './apps/podinfo', attempted: notes, applied });
+  const evidence = evidenceOf([k, deployment({ image: `${IMAGE}:7.0.0`, state: 'deadline' })], [K, D]);
+  const o = await everyBackend(t, h, ['apps/podinfo/'], evidence, setup([k]));
+  t.falsy(o.refused, o.refused);
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad]);
+  t.deepEqual(o.located!.later.map((c) => c.oid), [notes], 'listed as kept');
+  t.is(o.after!.get('apps/podinfo/deploy.yaml')!.toString(), deploy('6.9.3'));
+  t.is(o.after!.get('apps/podinfo/NOTES.md')!.toString(), 'v7\n', 'and kept indeed');
+  t.is(o.after!.get('apps/podinfo/next/values.yaml')!.toString(), 'tag: 7.2.0\n');
+});

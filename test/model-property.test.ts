@@ -4,8 +4,8 @@ import path from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
 import jsYaml from 'js-yaml';
-import { LocalRepo } from '../src/deliver/local.ts';
-import { locate } from '../src/history/locate.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
+import { locate, revertInput } from '../src/history/locate.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { planRevert } from '../src/revert/threeway.ts';
@@ -193,8 +193,7 @@ test('an accepted plan makes every field it changes in the rendered target equal
         let reason: string | undefined;
         try {
           const located = await locate({ reader, branch: 'main', head, paths, evidence, model });
-          const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
-          const plan = await planRevert(reader, { head, steps, paths });
+          const plan = await planRevert(reader, { head, ...revertInput(located, paths) });
           const v = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: plan.files, paths, evidence, how: located.how, bad: located.bad });
           if (v.refused) reason = `model: ${v.refused.split(':')[0]}`;
           else {

@@ -2,7 +2,7 @@ import test from 'ava';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { TargetOutcome } from '../src/engine.ts';
+import type { TargetOutcome } from '../src/engine/index.ts';
 import { redact } from '../src/errors.ts';
 import { eventFor, notify } from '../src/report/notify.ts';
 import { lastgood } from './support/cli.ts';

@@ -53,7 +53,7 @@ test.before(() => {
 
 test('the tarball holds what a user needs and nothing else', (t) => {
   const files = packed.files.map((f) => f.path).sort();
-  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/lastgood\.schema\.json|templates\/(commit-message|pull-request)\.md|README\.md|LICENSE|package\.json)$/.test(f));
+  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|README\.md|LICENSE|package\.json)$/.test(f));
   t.deepEqual(outside, []);
   for (const f of ['bin/lastgood.js', 'dist/cli/cli.js', 'dist/cli/THIRD-PARTY-LICENSES.txt', 'templates/lastgood.schema.json', 'templates/install/deployment.yaml', 'README.md', 'LICENSE']) t.true(files.includes(f), f);
   t.false(files.some((f) => /^(src|test|\.ci|bench|demo|fixtures|scripts)\/|Dockerfile|action\.yml|dist\/action/.test(f)));
@@ -90,6 +90,10 @@ test('installed from the tarball: --version, health, run --dry-run on the demo r
     const manifests = run(['install', '--config', 'lastgood.yaml', '--image', 'registry.example/lastgood:1.0.0']);
     t.is(manifests.status, 0, manifests.stderr);
     t.regex(manifests.stdout, /kind: Deployment/);
+    // the monitoring templates travel with the package
+    const monitoring = run(['install', '--config', 'lastgood.yaml', '--monitoring']);
+    t.is(monitoring.status, 0, monitoring.stderr);
+    t.regex(monitoring.stdout, /kind: PrometheusRule[\s\S]*kind: ServiceMonitor[\s\S]*"uid": "lastgood-controller"/);
   }
 });
 

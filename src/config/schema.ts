@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseTime } from '../observe/times.ts';
+import { AnalysisProviders, analysisWorkload, TargetAnalysis, type ResolvedAnalysis } from '../analysis/config.ts';
 import { parseDuration } from './duration.ts';
 
 /** A duration string ("15m", "1h30m"), kept as text in the config and parsed where used. */
@@ -106,6 +107,7 @@ const TargetSettings = {
   settle: z.boolean().describe('hold a revert while another promotion or sync of the target is in flight'),
   maxAge: DurationOrOff.describe('ignore failures older than this ("off": never)'),
   cooldown: DurationOrOff.describe('no second revert of the same target within this long after the last one ("off": none)'),
+  soak: Duration.describe('a revision is recorded as a verified last-known-good only after the target has stayed healthy at it for this long (as Kargo\'s requiredSoakTime)'),
   freezeUntil: z.iso
     .datetime({ offset: true, message: 'expected an ISO 8601 time with a zone, like 2026-11-01T12:00:00Z' })
     .refine((t) => parseTime(t) !== undefined, { message: 'not a valid time (no such day or hour)' })
@@ -159,9 +161,11 @@ export const Target = z
     settle: TargetSettings.settle.optional(),
     maxAge: TargetSettings.maxAge.optional(),
     cooldown: TargetSettings.cooldown.optional(),
+    soak: TargetSettings.soak.optional(),
     freezeUntil: TargetSettings.freezeUntil.optional(),
     blastRadius: BlastRadius.optional(),
     allowRevertDuring: RevertHazards.optional(),
+    analysis: TargetAnalysis.optional().describe('metric checks run after each rollout of the target\'s workload (README "Metric checks")'),
   })
   .strict();
 
@@ -210,7 +214,12 @@ export const Controller = z
     namespace: z.string().min(1).optional().describe('namespace of the leader-election Lease (default: the pod\'s own, from POD_NAMESPACE, else "lastgood")'),
     leaseName: z.string().min(1).default('lastgood-controller').describe('name of the coordination.k8s.io Lease the replicas elect a leader with'),
     leaderElection: z.boolean().default(true).describe('elect one acting replica through the Lease (off: this process always acts; the repository still prevents a second revert)'),
-    listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080').default(':8080').describe('address of /healthz, /readyz and /metrics'),
+    listen: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080')
+      .refine((l) => Number(/:(\d+)$/.exec(l)?.[1] ?? 0) <= 65535, { message: 'the port must be at most 65535 (0: any free port)' })
+      .default(':8080')
+      .describe('address of /healthz, /readyz and /metrics'),
     interval: Duration.default('10s').describe('how soon a failed target that waits for confirmations is assessed again with no change (each assessment counts)'),
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
@@ -226,7 +235,11 @@ export const ConfigSchema = z
       .object({
         url: z.string().min(1).describe('https URL of the repository on any git host (GitHub, GitLab, Gitea/Forgejo, Bitbucket, Azure DevOps, a plain git server), or a local path to a working copy or bare repository'),
         branch: z.string().min(1).default('main'),
-        apiUrl: z.string().url().optional().describe('GitHub API base URL (GitHub Enterprise Server)'),
+        apiUrl: z.string().url().optional().describe('the host\'s API base URL when it is not where lastgood looks by default: GitHub Enterprise Server (https://HOST/api/v3), a GitLab under a relative URL root, Bitbucket Cloud\'s (https://api.bitbucket.org/2.0)'),
+        provider: z
+          .enum(['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket', 'bitbucket-server', 'azure-devops', 'git'])
+          .optional()
+          .describe('which host repo.url is on, for a self-hosted one (github.com, gitlab.com, codeberg.org, bitbucket.org, dev.azure.com and *.visualstudio.com are known from the URL): pull-request mode opens the request through that host\'s API; git: push the branch only'),
         author: Person.default({ name: 'lastgood', email: 'lastgood@users.noreply.github.com' }).describe('author of revert commits'),
         auth: GitAuth.optional().describe('credentials for a git host over HTTPS (default: the token in env LASTGOOD_GIT_TOKEN, if set)'),
         cacheDir: z.string().min(1).optional().describe('a folder for the bare mirror of a remote repository, kept between runs (the controller\'s volume); default: a temporary folder per run'),
@@ -265,6 +278,7 @@ export const ConfigSchema = z
         settle: TargetSettings.settle.default(true),
         maxAge: TargetSettings.maxAge.default('20m'),
         cooldown: TargetSettings.cooldown.default('30m'),
+        soak: TargetSettings.soak.default('5m'),
         freezeUntil: TargetSettings.freezeUntil.optional(),
       })
       .strict()
@@ -278,6 +292,7 @@ export const ConfigSchema = z
         settle: true,
         maxAge: '20m',
         cooldown: '30m',
+        soak: '5m',
       }),
     pullRequest: z
       .object({
@@ -290,6 +305,7 @@ export const ConfigSchema = z
       .strict()
       .default({ labels: ['lastgood', 'rollback'], reviewers: [], assignees: [], draft: false, autoMerge: false }),
     notify: Notify.optional(),
+    analysis: AnalysisProviders.optional(),
     controller: Controller.optional().describe('settings of `lastgood controller` (all optional)'),
     render: z
       .object({
@@ -306,6 +322,8 @@ export const ConfigSchema = z
     config.targets.forEach((t, i) => {
       if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['targets', i, 'name'], message: `duplicate target name "${t.name}"` });
       seen.add(t.name);
+      const workload = t.analysis ? analysisWorkload(t.analysis, t.resources) : undefined;
+      if (typeof workload === 'string') ctx.addIssue({ code: 'custom', path: ['targets', i, 'analysis'], message: workload });
       // a wait as long as maxAge could never act: the failure would be ignored before the wait ends
       const maxAge = t.maxAge ?? config.defaults.maxAge;
       const maxAgeMs = maxAge === 'off' ? undefined : parseDuration(maxAge);
@@ -353,11 +371,15 @@ export interface ResolvedTarget {
   maxAgeMs: number | undefined;
   /** no second revert within this long after the last one; 0: off */
   cooldownMs: number;
+  /** how long the target must stay healthy at a revision before it is recorded as a verified last-known-good */
+  soakMs: number;
   /** no reverts or hooks before this ISO time */
   freezeUntil: string | undefined;
   blastRadius: { allowEmpty: boolean; allowUntouchedFiles: boolean };
   /** hazards this target opts in to reverting anyway */
   allowRevertDuring: Array<z.output<typeof RevertHazards>[number]>;
+  /** metric checks after each rollout of its workload (src/analysis/) */
+  analysis?: ResolvedAnalysis;
 }
 
 export function resolveTarget(config: Config, target: TargetConfig): ResolvedTarget {
@@ -375,10 +397,19 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     settle: target.settle ?? d.settle,
     maxAgeMs: offOrMs(target.maxAge ?? d.maxAge),
     cooldownMs: offOrMs(target.cooldown ?? d.cooldown) ?? 0,
+    soakMs: parseDuration(target.soak ?? d.soak)!,
     freezeUntil: target.freezeUntil ?? d.freezeUntil,
     blastRadius: { allowEmpty: target.blastRadius?.allowEmpty ?? false, allowUntouchedFiles: target.blastRadius?.allowUntouchedFiles ?? false },
     allowRevertDuring: target.allowRevertDuring ?? [],
+    ...(target.analysis ? { analysis: resolveAnalysis(target) } : {}),
   };
+}
+
+function resolveAnalysis(target: TargetConfig): ResolvedAnalysis {
+  const { workload: _named, window, ...rest } = target.analysis!;
+  const workload = analysisWorkload(target.analysis!, target.resources);
+  if (typeof workload === 'string') throw new Error(workload); // refused by the schema already
+  return { ...rest, workload, windowMs: parseDuration(window)! };
 }
 
 function offOrMs(value: string): number | undefined {

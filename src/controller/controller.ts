@@ -24,20 +24,25 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { systemClock, type Clock, type Timer } from '../clock.ts';
 import { parseDuration } from '../config/duration.ts';
 import { Controller as ControllerSchema, resolveTarget, type Config, type ControllerConfig, type ResolvedTarget } from '../config/schema.ts';
 import { failingRevision } from '../decide/guards.ts';
 import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
 import type { RepoGuards, Verdict } from '../decide/types.ts';
-import { assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine.ts';
+import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine/index.ts';
+import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
+import { clusterReader } from '../observe/kube.ts';
 import { LastgoodError, RemoteError } from '../errors.ts';
 import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
 import { groupKind, type Observed } from '../observe/types.ts';
 import type { RepoBackend } from '../repo/types.ts';
+import { isOwnRevert } from '../report/once.ts';
 import { eventRecorder, type EventRecorder } from './events.ts';
 import { serveEndpoints } from './http.ts';
 import { leaderElector, type LeaderElector } from './leader.ts';
-import { controllerMetrics, type ControllerMetrics, type RevertResult } from './metrics.ts';
+import { controllerMetrics, REMOTE_SYSTEMS, type ControllerMetrics, type RevertResult } from './metrics.ts';
+import { targetStatus, type KnownGood, type LastAction, type TargetsDocument } from './status.ts';
 
 export interface ControllerOptions {
   config: Config;
@@ -50,8 +55,8 @@ export interface ControllerOptions {
   identity?: string;
   /** overrides of the config's controller section (tests: listen on 127.0.0.1:0) */
   settings?: Partial<ControllerConfig>;
-  /** leader-election timings (default client-go's: 15 s, 10 s, 2 s) */
-  lease?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** leader-election timings (default client-go's: 15 s, 10 s, 2 s), and the clock they run on (default: the real one) */
+  lease?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number; clock?: Clock };
   watch?: WatchOptions;
   /** how long shutdown waits for repository work in flight (default 20 s, within the pod's 30 s grace) */
   shutdownGraceMs?: number;
@@ -62,6 +67,12 @@ export interface ControllerOptions {
   afterDeliver?(outcome: TargetOutcome): Promise<void>;
   /** serve Node's process metrics too (default true) */
   processMetrics?: boolean;
+  /** the clock decisions are made on and deadlines kept by (default: the real one; tests drive their own) */
+  clock?: Clock;
+  /** where files named by the config are (analysis.prometheus.auth.*File; default: the working directory) */
+  configDir?: string;
+  /** observer, for tests and the benchmark: a target's metric checks after each update (the measurements it took) */
+  onAnalysed?(target: string, result: AnalysisResult): void;
 }
 
 export interface Controller {
@@ -77,6 +88,8 @@ export interface Controller {
   readonly metrics: ControllerMetrics;
   /** what the tracker remembers of a target (tests) */
   track(target: string): Track | undefined;
+  /** each target's verdict, decision, what it waits for, last-known-good and last action: GET /targets */
+  status(): TargetsDocument;
   /** resolves when no repository work is queued or in flight (tests) */
   idle(): Promise<void>;
 }
@@ -96,7 +109,7 @@ interface Slot {
   queued: boolean;
   /** when the change that queued the next evaluation arrived (undefined: a timer or a sync queued it) */
   changedAt?: number;
-  timer?: NodeJS.Timeout;
+  timer?: Timer;
   /** when the timer fires, and when the tracker wants the target looked at again (may be later) */
   timerAt?: number;
   wantAt?: number;
@@ -107,20 +120,40 @@ interface Slot {
   /** commits recorded as verified last-known-good for this target (full SHAs) */
   recorded: Set<string>;
   log: Logger;
+  /** for /targets: when it was last assessed, the newest last-known-good known, what was last done */
+  assessedAt?: number;
+  lastKnownGood?: KnownGood;
+  lastAction?: LastAction;
+  /** the failure (tracker key) whose revert exists: lastgood_target_reverted */
+  revertedKey?: string;
+  /** metric checks (src/analysis/): the session keeps the measurements; an update runs off the hot path */
+  analysis?: {
+    session: AnalysisSession;
+    /** the workload object the last update saw (an update is due when it changes) */
+    seen?: unknown;
+    /** an update is running or queued: the evaluation waits for it before acting */
+    pending: boolean;
+    /** the evidence the last evaluation used (the engine's run and record see the same) */
+    evidence?: AnalysisResult['evidence'];
+  };
 }
 
 const DEFAULT_GRACE_MS = 20_000;
+/** How long GET /targets waits for the repository's records the first time (it answers with what it knows after that). */
+const STATUS_RECORDS_WAIT_MS = 3_000;
 
 export function createController(opts: ControllerOptions): Controller {
   const { config, repo, kc } = opts;
+  const clock = opts.clock ?? systemClock;
   const settings: ControllerConfig = { ...ControllerSchema.parse(config.controller ?? {}), ...opts.settings };
   const intervalMs = parseDuration(settings.interval)!;
   const identity = opts.identity ?? `${process.env.POD_NAME || os.hostname()}_${randomUUID().slice(0, 8)}`;
   const namespace = settings.namespace ?? process.env.POD_NAMESPACE ?? 'lastgood';
   const log = opts.log.child({ controller: identity });
-  const metrics = controllerMetrics({ processMetrics: opts.processMetrics ?? true });
-
   const targets = config.targets.map((t) => resolveTarget(config, t));
+  // every series from the first scrape, labelled only with what the config names
+  const metrics = controllerMetrics({ processMetrics: opts.processMetrics ?? true, labels: { targets: targets.map((t) => t.name), kinds: [...new Set(targets.flatMap((t) => t.resources.map((r) => r.kind)))] } });
+
   // every target's resources, this one's included: the same verdict as "every other target's" (see assessTarget)
   const allResources = targets.map((t) => t.resources);
   const slots: Slot[] = targets.map((target) => ({
@@ -134,6 +167,12 @@ export function createController(opts: ControllerOptions): Controller {
     recorded: new Set(),
     log: log.child({ target: target.name }),
   }));
+  // metric checks: one session per target that has them; templates and ReplicaSets are read by name, on demand
+  const sessionOf = analysisSessions(config, { read: clusterReader(kc), provider: { relativeTo: opts.configDir ?? process.cwd(), env: process.env } });
+  for (const slot of slots) {
+    const session = sessionOf(slot.target);
+    if (session) slot.analysis = { session, pending: false };
+  }
   const byKey = new Map<string, Slot[]>();
   const byKind = new Map<string, Slot[]>();
   for (const slot of slots) {
@@ -146,7 +185,7 @@ export function createController(opts: ControllerOptions): Controller {
     change(key) {
       const slots = byKey.get(key);
       if (!slots) return;
-      const now = Date.now();
+      const now = clock.now();
       for (const slot of slots) {
         slot.changedAt ??= now;
         enqueue(slot);
@@ -181,7 +220,7 @@ export function createController(opts: ControllerOptions): Controller {
       leading = true;
       metrics.leader(true);
       // act on what is already known: failures waiting for a leader, healthy revisions not recorded
-      for (const slot of slots) consider(slot, Date.now());
+      for (const slot of slots) consider(slot, clock.now());
     },
     onStoppedLeading() {
       leading = false;
@@ -208,7 +247,7 @@ export function createController(opts: ControllerOptions): Controller {
     const batch = pending;
     pending = [];
     flushing = false;
-    const now = Date.now();
+    const now = clock.now();
     for (const slot of batch) {
       slot.queued = false;
       const changedAt = slot.changedAt;
@@ -224,22 +263,74 @@ export function createController(opts: ControllerOptions): Controller {
       const o = watch.get(key);
       if (o) observed.push(o);
     }
-    const verdict = assessTarget(slot.target, observed, new Date(now), allResources);
+    const analysis = slot.analysis ? analyse(slot, observed, now) : undefined;
+    if (slot.analysis) slot.analysis.evidence = analysis?.evidence ?? [];
+    const verdict = assessTarget(slot.target, observed, new Date(now), allResources, analysis?.evidence);
     const before = slot.verdict?.verdict;
     slot.track = observe(slot.track, verdict, now);
     slot.verdict = verdict;
     slot.observed = observed;
     const guards = slot.guards && slot.guards.until > now ? slot.guards : undefined;
-    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...(guards ? { guards: guards.guards } : {}) });
+    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...recording(slot, verdict), ...(guards ? { guards: guards.guards } : {}) });
     slot.evaluation = evaluation;
-    if (before !== verdict.verdict) metrics.verdictChanged(before, verdict.verdict);
+    if (before !== verdict.verdict) metrics.verdictChanged(slot.target.name, before, verdict.verdict);
     metrics.decision(evaluation.decision.action);
     metrics.synced(slot.target.name, now);
-    schedule(slot, evaluation.nextAt);
+    slot.assessedAt = now;
+    // the failure whose revert exists is over (healed, or another failure): the gauge goes back to 0
+    if (slot.revertedKey !== undefined && slot.revertedKey !== evaluation.failureKey) {
+      slot.revertedKey = undefined;
+      metrics.reverted(slot.target.name, false);
+    }
+    schedule(slot, earliest(evaluation.nextAt, analysis?.nextAt));
     tell(slot, evaluation);
     // the observer is told when the decision was made (a batch shares one clock reading `now`)
-    if (opts.onEvaluated) opts.onEvaluated(slot.target.name, evaluation, Date.now(), changedAt);
+    if (opts.onEvaluated) opts.onEvaluated(slot.target.name, evaluation, clock.now(), changedAt);
     consider(slot, now);
+  }
+
+  /**
+   * A target's metric checks: the evidence of the last update, and a new update (off the hot path,
+   * its queries bounded) when the workload changed or a measurement is due; the target is evaluated
+   * again when it ends.
+   */
+  function analyse(slot: Slot, observed: Observed[], now: number): AnalysisResult | undefined {
+    const a = slot.analysis!;
+    const last = a.session.last;
+    const w = slot.target.analysis!.workload;
+    const workload = observed.find((o) => o.object.kind === w.kind && o.object.metadata.name === w.name && o.object.metadata.namespace === w.namespace)?.object;
+    const due = !last || a.seen !== workload || (last.nextAt !== undefined && last.nextAt <= now);
+    if (due && !a.pending) {
+      a.pending = true;
+      const seen = workload;
+      analysisJobs.push(async () => {
+        try {
+          const result = await a.session.update(observed, clock.now());
+          a.seen = seen;
+          for (const e of result.evidence) if (e.problem?.code === 3) metrics.remoteError(/^(kubernetes|prometheus)/.exec(e.problem.message)?.[1] ?? 'prometheus');
+          opts.onAnalysed?.(slot.target.name, result);
+        } catch (error) {
+          slot.log.error({ err: error }, 'metric analysis failed');
+        } finally {
+          a.pending = false;
+          if (!stopping) enqueue(slot);
+        }
+      });
+      pumpAnalysis();
+    }
+    return last ?? notYetAnalysed(slot.target);
+  }
+  const analysisJobs: Array<() => Promise<void>> = [];
+  let analysisRunning = 0;
+  const ANALYSIS_CONCURRENCY = 16;
+  function pumpAnalysis(): void {
+    while (!stopping && analysisRunning < ANALYSIS_CONCURRENCY && analysisJobs.length > 0) {
+      analysisRunning++;
+      void analysisJobs.shift()!().finally(() => {
+        analysisRunning--;
+        pumpAnalysis();
+      });
+    }
   }
 
   /** Logs a target's verdict and decision when they change (not on every observation). */
@@ -253,12 +344,20 @@ export function createController(opts: ControllerOptions): Controller {
   /** The leader's part: act on the evaluation, or record a healthy revision. */
   function consider(slot: Slot, now: number): void {
     const e = slot.evaluation;
-    if (!e || !leading || stopping || slot.busy) return;
+    // a decision on metric evidence older than what is observed waits for the update under way
+    if (!e || !leading || stopping || slot.busy || slot.analysis?.pending) return;
     if (e.act) work(slot, () => act(slot));
-    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes) {
+    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes && e.soak?.ok) {
       const sha = revisionOf(e.verdict);
       if (sha && !isRecorded(slot, sha)) work(slot, () => record(slot, now));
     }
+  }
+
+  /** A healthy revision not recorded yet: the tracker says when it will have soaked (and the controller looks again then). */
+  function recording(slot: Slot, verdict: Verdict): { soakMs?: number } {
+    if (!settings.record || !repo.notes || verdict.verdict !== 'healthy') return {};
+    const sha = revisionOf(verdict);
+    return sha && !isRecorded(slot, sha) ? { soakMs: slot.target.soakMs } : {};
   }
 
   /**
@@ -270,26 +369,25 @@ export function createController(opts: ControllerOptions): Controller {
   function schedule(slot: Slot, at: number | undefined): void {
     slot.wantAt = at;
     if (at === undefined || stopping) {
-      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer?.cancel();
       slot.timer = undefined;
       slot.timerAt = undefined;
       return;
     }
     if (slot.timer && slot.timerAt! <= at) return;
-    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer?.cancel();
     arm(slot, at);
   }
   function arm(slot: Slot, at: number): void {
     slot.timerAt = at;
-    slot.timer = setTimeout(() => {
+    slot.timer = clock.setTimer(() => {
       slot.timer = undefined;
       slot.timerAt = undefined;
       const wanted = slot.wantAt;
       if (wanted === undefined || stopping) return;
-      if (wanted > Date.now()) arm(slot, wanted);
+      if (wanted > clock.now()) arm(slot, wanted);
       else enqueue(slot);
-    }, Math.max(0, Math.min(at - Date.now(), 2 ** 31 - 1)));
-    slot.timer.unref?.();
+    }, at - clock.now());
   }
 
   // ---- repository work: bounded concurrency, one job per target
@@ -306,7 +404,7 @@ export function createController(opts: ControllerOptions): Controller {
       } finally {
         slot.busy = false;
         // what changed while the job ran is looked at now
-        if (!stopping) consider(slot, Date.now());
+        if (!stopping) consider(slot, clock.now());
       }
     });
     pump();
@@ -329,7 +427,7 @@ export function createController(opts: ControllerOptions): Controller {
   async function act(slot: Slot): Promise<void> {
     const verdict = slot.verdict;
     if (!verdict) return;
-    const now = Date.now();
+    const now = clock.now();
     // decide again on what is known now: the evaluation that queued this job may be stale (the
     // target healed, or this failure was acted on meanwhile); only then read the repository
     const cached = slot.guards && slot.guards.until > now ? slot.guards.guards : undefined;
@@ -358,35 +456,44 @@ export function createController(opts: ControllerOptions): Controller {
     }
     const outcome = await runTracked({
       config, observed: slot.observed, now: new Date(now), target: slot.target, evaluation: e, observations: slot.track.failedInARow, guards,
-      repo, dryRun: false, log: tlog, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}),
+      repo, dryRun: false, log: tlog, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}), ...analysisOf(slot),
     });
     if (opts.afterDeliver && outcome.action === 'revert' && outcome.created) await opts.afterDeliver(outcome);
     slot.guards = undefined;
+    slot.lastAction = {
+      at: new Date().toISOString(), action: outcome.action, reason: outcome.reason, commit: outcome.commit ?? null, pullRequest: outcome.pullRequest ?? null,
+      created: outcome.created ?? null, lastKnownGood: outcome.lastKnownGood ?? null, error: outcome.error?.message ?? null,
+    };
+    if (outcome.action === 'revert' && (outcome.commit || outcome.pullRequest)) {
+      slot.revertedKey = key;
+      metrics.reverted(slot.target.name, true);
+    }
     if (outcome.error) {
       failed(slot, key, new RemoteErrorLike(outcome.error.code, outcome.error.message), tlog);
-      metrics.revert('error');
+      metrics.revert(slot.target.name, 'error');
       opts.onActed?.(slot.target.name, outcome);
       return;
     }
-    slot.track = acted(slot.track, key, true, Date.now());
-    slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: Date.now(), intervalMs });
+    slot.track = acted(slot.track, key, true, clock.now());
+    slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: clock.now(), intervalMs });
     const result = revertResult(outcome);
     if (result) {
       const since = e.verdict.since ? Date.parse(e.verdict.since) : undefined;
-      metrics.revert(result, since === undefined ? undefined : (Date.now() - since) / 1000);
+      metrics.revert(slot.target.name, result, since === undefined ? undefined : (clock.now() - since) / 1000);
     }
     tlog.info({ action: outcome.action, commit: outcome.commit, pullRequest: outcome.pullRequest, created: outcome.created, reason: outcome.reason }, outcome.action === 'revert' ? 'revert done' : 'acted');
     opts.onActed?.(slot.target.name, outcome);
+    // the Event, once per revert whoever made it (a leader killed after its push left it to this one): events.ts eventName
     const failing = failingObject(slot, e.verdict);
-    if (events && failing && ((outcome.action === 'revert' && outcome.created) || outcome.action === 'alert')) await events.record(failing.object, outcome);
+    if (events && failing && (outcome.action === 'alert' || (await isOwnRevert(repo, outcome).catch(() => false)))) await events.record(failing.object, outcome);
   }
 
   function failed(slot: Slot, key: string, error: unknown, tlog: Logger): void {
-    slot.track = acted(slot.track, key, false, Date.now());
+    slot.track = acted(slot.track, key, false, clock.now());
     if (error instanceof RemoteError) metrics.remoteError(error.system);
     // the engine reports a target's error in its outcome: RemoteError messages start with the system
-    else if (error instanceof RemoteErrorLike && error.code === 3) metrics.remoteError(/^(git|github|kubernetes|webhook): /.exec(error.message)?.[1] ?? 'unknown');
-    const retry = evaluate(slot.track, { verdict: slot.verdict!, target: slot.target, now: Date.now(), intervalMs });
+    else if (error instanceof RemoteErrorLike && error.code === 3) metrics.remoteError(new RegExp(`^(${REMOTE_SYSTEMS.join('|')}): `).exec(error.message)?.[1] ?? 'unknown');
+    const retry = evaluate(slot.track, { verdict: slot.verdict!, target: slot.target, now: clock.now(), intervalMs });
     slot.evaluation = retry;
     schedule(slot, retry.nextAt);
     tlog.error({ err: error instanceof LastgoodError || error instanceof RemoteErrorLike ? error.message : error, retryAt: retry.nextAt ? new Date(retry.nextAt).toISOString() : undefined }, 'acting failed; will retry');
@@ -398,23 +505,36 @@ export function createController(opts: ControllerOptions): Controller {
     for (const c of slot.recorded) if (c.startsWith(sha) || sha.startsWith(c)) return true;
     return false;
   }
+  /** What earlier runs recorded is in the repository: read once, so a restart records nothing twice (and /targets shows each target's newest). */
+  function loadRecorded(store: NonNullable<ReturnType<NonNullable<RepoBackend['notes']>>>): Promise<void> {
+    return (recordedLoad ??= store.list().then((records) => {
+      const bySlot = new Map(slots.map((s) => [s.target.name, s]));
+      for (const r of records) {
+        const s = bySlot.get(r.target);
+        if (!s) continue;
+        s.recorded.add(r.commit);
+        // newest first: the first record of a target is its newest last-known-good
+        s.lastKnownGood ??= { commit: r.commit, at: r.at, source: 'repository' };
+      }
+    }));
+  }
   async function record(slot: Slot, now: number): Promise<void> {
     const store = repo.notes?.();
     if (!store) return;
-    // what earlier runs recorded is in the repository: read once, so a restart records nothing twice
-    recordedLoad ??= store.list().then((records) => {
-      const bySlot = new Map(slots.map((s) => [s.target.name, s]));
-      for (const r of records) bySlot.get(r.target)?.recorded.add(r.commit);
-    });
     try {
-      await recordedLoad;
+      await loadRecorded(store);
       const sha = revisionOf(slot.verdict!);
       if (!sha || isRecorded(slot, sha) || slot.verdict?.verdict !== 'healthy') return;
-      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo })) {
+      const watched = slot.track.healthy ? new Map([[slot.target.name, slot.track.healthy]]) : undefined;
+      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo, ...analysisOf(slot), ...(watched ? { watched } : {}) })) {
         if (r.recorded && r.commit) {
           slot.recorded.add(r.commit);
+          slot.lastKnownGood = { commit: r.commit, at: new Date(now).toISOString(), source: 'recorded' };
           metrics.recorded();
           slot.log.info({ revision: r.commit }, 'recorded verified last-known-good');
+        } else if (r.soaking) {
+          // healthy, not for the whole soak yet: the tracker looks again when it will have soaked
+          slot.log.debug({ revision: sha, reason: r.reason }, 'not recorded yet');
         } else {
           // not a commit of this repository (or no revision told): remember it, do not ask again
           slot.recorded.add(sha);
@@ -439,7 +559,7 @@ export function createController(opts: ControllerOptions): Controller {
       started = true;
       log.info({ targets: slots.length, repo: repo.description, namespace, leaderElection: settings.leaderElection }, 'starting');
       if (settings.listen) {
-        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness });
+        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness, targets: statusWithRecords });
         log.info({ address: server.address() }, 'serving /healthz, /readyz, /metrics');
       }
       elector?.start();
@@ -449,18 +569,18 @@ export function createController(opts: ControllerOptions): Controller {
       if (stopping) return;
       stopping = true;
       log.info({ inFlight: running.size, queued: jobs.length }, 'stopping');
-      for (const slot of slots) if (slot.timer) clearTimeout(slot.timer);
+      for (const slot of slots) slot.timer?.cancel();
       const abandoned = jobs.length;
       jobs.length = 0;
       if (abandoned) log.info({ abandoned }, 'queued repository work abandoned (nothing of it was written)');
       await watch.stop();
       const grace = opts.shutdownGraceMs ?? DEFAULT_GRACE_MS;
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       const finished = await Promise.race([
         Promise.allSettled([...running]).then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), grace))),
+        new Promise<boolean>((resolve) => (timer = clock.setTimer(() => resolve(false), grace))),
       ]);
-      clearTimeout(timer);
+      timer?.cancel();
       if (!finished) log.warn({ graceMs: grace }, 'repository work still in flight at the end of the grace period: abandoned (a delivery is one ref update: nothing is half-written)');
       await elector?.stop();
       if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
@@ -479,8 +599,43 @@ export function createController(opts: ControllerOptions): Controller {
     },
     metrics,
     track: (name) => slots.find((s) => s.target.name === name)?.track,
+    status,
     idle: () => (running.size === 0 && jobs.length === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve))),
   };
+
+  function status(): TargetsDocument {
+    return {
+      controller: identity, leader: leading, synced: watch.synced, now: new Date().toISOString(),
+      targets: slots.map((slot) => targetStatus({
+        target: slot.target, track: slot.track,
+        ...(slot.evaluation ? { evaluation: slot.evaluation } : {}),
+        ...(slot.guards ? { guards: slot.guards.guards } : {}),
+        ...(slot.verdict && revisionOf(slot.verdict) ? { revision: revisionOf(slot.verdict)! } : {}),
+        ...(slot.lastKnownGood ? { lastKnownGood: slot.lastKnownGood } : {}),
+        ...(slot.lastAction ? { lastAction: slot.lastAction } : {}),
+        ...(slot.assessedAt !== undefined ? { assessedAt: slot.assessedAt } : {}),
+      })),
+    };
+  }
+
+  /**
+   * GET /targets: the first time someone asks, each target's last-known-good on record is read
+   * from the repository (one read, not at start: a controller nobody asks reads nothing more),
+   * waiting for it a few seconds at most; a failure is tried again on the next ask.
+   */
+  async function statusWithRecords(): Promise<TargetsDocument> {
+    const store = settings.record ? repo.notes?.() : undefined;
+    if (store && !recordedLoad) {
+      const loading = loadRecorded(store).catch((error: unknown) => {
+        recordedLoad = undefined;
+        log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot read the verified last-known-good records for /targets');
+      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([loading, new Promise<void>((resolve) => (timer = setTimeout(resolve, STATUS_RECORDS_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
+    return status();
+  }
 
   function readiness() {
     const synced = watch.synced;
@@ -490,6 +645,15 @@ export function createController(opts: ControllerOptions): Controller {
       detail: { synced, leader: leading, ...(elector ? { holder: elector.holder } : {}), ...(stopping ? { stopping: true } : {}) },
     };
   }
+}
+
+/** The metric evidence a slot's last evaluation used, for the engine's run and record. */
+function analysisOf(slot: Slot): { analysis?: Map<string, { evidence: AnalysisResult['evidence'] }> } {
+  return slot.analysis ? { analysis: new Map([[slot.target.name, { evidence: slot.analysis.evidence ?? [] }]]) } : {};
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 /** The failing revision of a failed verdict, the running one of a healthy verdict. */

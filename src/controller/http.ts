@@ -3,11 +3,12 @@
  *   /healthz  200 while the process serves (liveness)
  *   /readyz   200 once every watch has listed and leader election runs (leader or standby); 503 before, and while shutting down
  *   /metrics  Prometheus text (prom-client)
+ *   /targets  each target's verdict, decision, what it waits for, last-known-good and last action (JSON; status.ts)
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { InputError } from '../errors.ts';
+import { InputError, LocalError } from '../errors.ts';
 
 export interface Readiness {
   ready: boolean;
@@ -23,7 +24,7 @@ export function parseListen(listen: string): { host: string | undefined; port: n
   return { host: m[1] ?? (m[2] || undefined), port };
 }
 
-export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry }): Promise<http.Server & { address(): AddressInfo }> {
+export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry; targets?: () => Promise<unknown> }): Promise<http.Server & { address(): AddressInfo }> {
   const { host, port } = parseListen(listen);
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
@@ -44,12 +45,27 @@ export async function serveEndpoints(listen: string, opts: { readiness(): Readin
       );
       return;
     }
-    send(404, 'text/plain', 'not found: /healthz, /readyz, /metrics\n');
+    if (url === '/targets' && opts.targets) {
+      opts.targets().then(
+        (doc) => send(200, 'application/json', JSON.stringify(doc, null, 2) + '\n'),
+        (error: unknown) => send(500, 'text/plain', `cannot tell the targets: ${(error as Error).message}\n`),
+      );
+      return;
+    }
+    send(404, 'text/plain', `not found: /healthz, /readyz, /metrics${opts.targets ? ', /targets' : ''}\n`);
   });
   // the kubelet's probes and Prometheus open short connections: none may hold shutdown
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      // the world's fault (another process has the port, a privileged port, no such address): said so, exit 3
+      const why: Record<string, string> = {
+        EADDRINUSE: 'another process listens on it',
+        EACCES: 'this process may not listen on it (a port below 1024 needs privileges)',
+        EADDRNOTAVAIL: 'this machine has no such address',
+      };
+      reject(new LocalError(`controller.listen "${listen}": cannot serve /healthz, /readyz and /metrics there: ${why[error.code ?? ''] ?? error.message} (${error.code ?? 'error'}); choose another controller.listen`, { path: listen, code: error.code, cause: error }));
+    });
     server.listen(port, host, () => resolve());
   });
   return server as http.Server & { address(): AddressInfo };

@@ -4,6 +4,8 @@
  *
  * - the ClusterRole allows get, list and watch on exactly the kinds the targets name, and create
  *   on events.k8s.io Events (the one optional write; left out with `controller.events: false`);
+ *   metric checks add get (by name) on what they read: the rollout's ReplicaSets (or
+ *   ControllerRevisions), and the AnalysisTemplates, MetricTemplates and Canaries they name;
  * - it is bound with a RoleBinding in each namespace the targets name; a ClusterRoleBinding only
  *   when a resource has no namespace (a cluster-scoped kind);
  * - Lease permissions (get, create, update) only in the controller's namespace, only with leader
@@ -21,12 +23,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isMap, isSeq, parseAllDocuments, parseDocument, Scalar, stringify, visit, type Document, type Node } from 'yaml';
 import { parseDuration } from '../config/duration.ts';
-import { ConfigSchema, Controller as ControllerSchema, type Config } from '../config/schema.ts';
+import { ConfigSchema, Controller as ControllerSchema, resolveTarget, type Config } from '../config/schema.ts';
+import { analysisObjects, rolloutKinds } from '../analysis/index.ts';
 import { InputError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { parseListen } from './http.ts';
 
 export const INSTALL_DIR = fileURLToPath(new URL('../../templates/install/', import.meta.url));
+export const MONITORING_DIR = fileURLToPath(new URL('../../templates/monitoring/', import.meta.url));
 export const DEFAULT_NAMESPACE = 'lastgood';
 /** where the Deployment mounts the CA bundle of `--ca-file` (the file Node's NODE_EXTRA_CA_CERTS names) */
 export const CA_DIR = '/etc/lastgood/ca';
@@ -114,20 +118,33 @@ export async function installManifests(opts: InstallOptions): Promise<InstallOut
     byGroup.get(g)!.add(pluralOf(r.kind));
   }
   const rules: Array<Record<string, unknown>> = [...byGroup].sort(([a], [b]) => a.localeCompare(b)).map(([group, plurals]) => ({ apiGroups: [group], resources: [...plurals].sort(), verbs: ['get', 'list', 'watch'] }));
+  // metric checks read by name what they need (README "Metric checks"): get only
+  const reads = config.targets.flatMap((t) => {
+    const resolved = resolveTarget(config, t);
+    return [...analysisObjects(resolved).slice(1), ...rolloutKinds(resolved)];
+  });
+  const getOnly = new Map<string, Set<string>>();
+  for (const r of reads) {
+    const g = groupOf(r.apiVersion);
+    if (byGroup.get(g)?.has(pluralOf(r.kind))) continue;
+    if (!getOnly.has(g)) getOnly.set(g, new Set());
+    getOnly.get(g)!.add(pluralOf(r.kind));
+  }
+  for (const [group, plurals] of [...getOnly].sort(([a], [b]) => a.localeCompare(b))) rules.push({ apiGroups: [group], resources: [...plurals].sort(), verbs: ['get'] });
   if (controller.events) rules.push({ apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] });
   const [role] = await template('clusterrole.yaml');
   role!.setIn(['rules'], flowLists(role!.createNode(rules)));
   docs.push(role!);
 
   // bound where the targets look: per namespace, cluster-wide only when needed
-  const namespaces = [...new Set(resources.map((r) => r.namespace).filter((n): n is string => Boolean(n)))].sort();
+  const namespaces = [...new Set([...resources, ...reads].map((r) => r.namespace).filter((n): n is string => Boolean(n)))].sort();
   for (const ns of namespaces) {
     const [binding] = await template('rolebinding.yaml');
     binding!.setIn(['metadata', 'namespace'], ns);
     binding!.setIn(['subjects', 0, 'namespace'], namespace);
     docs.push(binding!);
   }
-  if (resources.some((r) => !r.namespace)) {
+  if ([...resources, ...reads].some((r) => !r.namespace)) {
     const [binding] = await template('clusterrolebinding.yaml');
     binding!.setIn(['subjects', 0, 'namespace'], namespace);
     docs.push(binding!);
@@ -259,4 +276,35 @@ function withMirror(text: string, config: Config, warnings: string[]): string {
   if (!ConfigSchema.safeParse(doc.toJS()).success) return text;
   warnings.push(`repo.cacheDir set to ${MIRROR_DIR} (the mirror volume) in the ConfigMap`);
   return edited;
+}
+
+/**
+ * `lastgood install --monitoring`: the controller's monitoring, as Flagger and Argo Rollouts ship
+ * theirs (templates/monitoring/): a PrometheusRule with the alerts a team pages on, a
+ * ServiceMonitor for the controller's Service, and the Grafana dashboard as a ConfigMap Grafana's
+ * sidecar loads. They need the Prometheus Operator's CRDs, so they are printed apart from the
+ * controller's manifests.
+ */
+export async function monitoringManifests(opts: { config: Config; namespace?: string }): Promise<{ yaml: string; kustomize: Record<string, string> }> {
+  const controller = ControllerSchema.parse(opts.config.controller ?? {});
+  const namespace = opts.namespace ?? controller.namespace ?? DEFAULT_NAMESPACE;
+  const template = async (file: string) => parseDocument(await readFile(path.join(MONITORING_DIR, file), 'utf8'));
+  const docs: Document[] = [];
+  for (const file of ['prometheus-rule.yaml', 'servicemonitor.yaml', 'dashboard-configmap.yaml']) {
+    const doc = await template(file);
+    doc.setIn(['metadata', 'namespace'], namespace);
+    if (file === 'dashboard-configmap.yaml') {
+      const json = new Scalar(await readFile(path.join(MONITORING_DIR, 'grafana-dashboard.json'), 'utf8'));
+      json.type = Scalar.BLOCK_LITERAL;
+      doc.setIn(['data', 'lastgood.json'], json);
+    }
+    docs.push(doc);
+  }
+  const about = `# lastgood monitoring (needs the Prometheus Operator's CRDs): alerts, scrape config, Grafana dashboard\n`;
+  const body = docs.map((doc) => `---\n${doc.toString({ lineWidth: 0 })}`).join('');
+  const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: ['lastgood-monitoring.k8s.yaml'] };
+  return {
+    yaml: `${about}${body}`,
+    kustomize: { 'kustomization.yaml': `${about}${stringify(kustomization, { lineWidth: 0 })}`, 'lastgood-monitoring.k8s.yaml': `${about}${body}` },
+  };
 }

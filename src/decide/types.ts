@@ -16,6 +16,37 @@ export interface Evidence extends Health {
   hold?: string;
   /** a shared parent failing because of other targets' objects (says which): not this target's failure */
   foreign?: string;
+  /** the object's time lies ahead of the clock beyond the skew tolerance: refused as evidence, and why (observe/times.ts) */
+  clockRefused?: string;
+  /** a metric check (src/analysis/): its query, values, condition and times */
+  analysis?: AnalysisDetail;
+  /** why this evidence could not be evaluated, with the run's exit code for it (2 bad input, 3 an outside system) */
+  problem?: { code: 2 | 3; message: string };
+}
+
+/** What a metric check's evidence shows: the query, the values, the condition and the times. */
+export interface AnalysisDetail {
+  check: string;
+  /** where the check comes from: lastgood.yaml, AnalysisTemplate prod/x, Canary test/podinfo */
+  source: string;
+  /** Argo Rollouts' or Flagger's rules */
+  semantics: 'argo' | 'flagger';
+  /** Pending, Running, Successful, Failed, Inconclusive, Error; Unreachable when the provider could not be asked */
+  phase: string;
+  provider?: string;
+  queries: Array<{ name: string; query: string; condition: string }>;
+  /** the rollout the window started for */
+  rollout?: { workload: string; revision: string; start: string; startedBy: string };
+  /** the latest measurements, oldest first (at most 10) */
+  measurements: Array<{ at: string; phase: string; value: string; message: string }>;
+  /** measurements taken, and of them failed / inconclusive / in error */
+  taken: number;
+  failed: number;
+  inconclusive: number;
+  errors: number;
+  count?: number;
+  /** the next measurement is due then (the check has not concluded) */
+  nextAt?: string;
 }
 
 export interface Verdict {
@@ -41,7 +72,7 @@ export interface Decision {
   hook?: HookPlan;
 }
 
-export type GuardName = 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'hazard';
+export type GuardName = 'clock' | 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'hazard';
 
 /** `env.inherit`: secret-looking variables the command may inherit (decide/hook.ts withholds them otherwise). */
 export type HookTarget = { url: string } | { command: string[]; env?: { inherit: string[] } };

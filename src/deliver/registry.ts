@@ -3,9 +3,10 @@ import { ConfigError, InputError, redact } from '../errors.ts';
 import type { Config } from '../config/schema.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import type { TransferEvent } from '../report/progress.ts';
-import { LocalRepo } from './local.ts';
-import { parseGitHubUrl } from './github-url.ts';
-import { gitRemoteMatches } from './git-remote/match.ts';
+import { LocalRepo } from './local/index.ts';
+import { parseGitHubUrl } from './github/url.ts';
+import { gitRemoteMatches, parseHttpUrl } from './git-remote/match.ts';
+import { isReviewProvider, providerOf } from './providers.ts';
 
 export interface OpenRepoOptions {
   /** the repo URL or path from config, or --repo */
@@ -24,6 +25,10 @@ export interface OpenRepoOptions {
   onWarning?: (message: string) => void;
   /** the bytes of a transfer as they arrive, for a door that shows progress (git over HTTPS) */
   onProgress?: (event: TransferEvent) => void;
+  /** the environment repo.auth reads (default: process.env) */
+  env?: Record<string, string | undefined>;
+  /** a host API's retries (default 3) and the unit of its waits (default 1000 ms; tests use a few ms) */
+  hostApi?: { maxRetries?: number; retryUnitMs?: number; commits?: 'git' | 'api' };
 }
 
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */
@@ -51,7 +56,7 @@ registerBackend({
   kind: 'github',
   matches: (location, opts) => parseGitHubUrl(location, opts.apiUrl) !== undefined,
   // loaded on demand: Octokit is only needed for GitHub repositories
-  open: async (location, opts) => (await import('./github.ts')).gitHubBackendFactory.open(location, opts),
+  open: async (location, opts) => (await import('./github/index.ts')).gitHubBackendFactory.open(location, opts),
 });
 
 registerBackend({
@@ -59,6 +64,18 @@ registerBackend({
   // any git host over smart HTTP; checked before GitHub's, which it leaves github.com and GHES URLs to
   matches: (location, opts) => /^https?:\/\//i.test(location) && gitRemoteMatches(location, opts),
   open: async (location, opts) => (await import('./git-remote/index.ts')).openGitRemote(location, opts),
+});
+
+registerBackend({
+  kind: 'review',
+  // GitLab, Gitea/Forgejo, Bitbucket (Cloud, Data Center), Azure DevOps: git for commits, the host's API for requests;
+  // checked first: known from a public host's URL, or named by repo.provider
+  matches: (location, opts) => {
+    const url = parseHttpUrl(location);
+    if (!url || opts.repo?.transport === 'git') return false;
+    return isReviewProvider(providerOf(url, opts.repo?.provider));
+  },
+  open: async (location, opts) => (await import('./open-review.ts')).openReviewRepo(location, opts),
 });
 
 export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {

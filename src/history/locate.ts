@@ -10,15 +10,19 @@ import { lastgoodTarget, parseTrailers, revertedBy } from './trailers.ts';
 
 /** How to compute the revert's content (revert/threeway.ts). */
 export type RevertSpec =
-  /** the net change of a whole range: 3-way with base = attempted, theirs = applied */
-  | { kind: 'range'; base: string; theirs: string }
+  /**
+   * the net change of a whole range: 3-way with base = attempted, theirs = applied, on the files the
+   * bad commits changed (a commit of the range that changed nothing the engine reads for the target
+   * is kept, with its files)
+   */
+  | { kind: 'range'; base: string; theirs: string; files: string[] }
   /** each bad unit undone against its first parent (`git revert -m 1`), newest first */
   | { kind: 'commits'; steps: Array<{ base: string; theirs: string | undefined }> };
 
 export interface Located {
   /** the bad commits, newest first: mainline commits (a merged pull request is named by its merge commit) */
   bad: CommitInfo[];
-  /** commits after the last-known-good that also changed what the engine reads for the target and are not bad (kept by a revert, undone by a restore) */
+  /** commits after the last-known-good that also changed what the engine reads for the target, or its paths, and are not bad (kept by a revert, undone by a restore) */
   later: CommitInfo[];
   /** full SHA of the last-known-good revision */
   lastKnownGood: string;
@@ -51,6 +55,12 @@ export interface LocateInput {
   searchLimit?: number;
   /** commits lastgood observed healthy for this target (verified records), any order: where the engine reports no applied revision, the newest one below the attempted revision bounds the range */
   verified?: string[];
+}
+
+/** What revert/threeway.ts plans from a Located: the undo steps and the files they may change. */
+export function revertInput(located: Pick<Located, 'revert'>, paths: string[]): { steps: Array<{ base: string; theirs: string | undefined }>; paths: string[] } {
+  const r = located.revert;
+  return r.kind === 'range' ? { steps: [{ base: r.base, theirs: r.theirs }], paths: r.files } : { steps: r.steps, paths };
 }
 
 /** locate's inputs with the model's history. */
@@ -135,7 +145,7 @@ export async function locate(input: LocateInput): Promise<Located> {
   if (range.state === 'empty') {
     throw new RevertImpossible(
       `cannot tell which commit is bad: ${rangeNote}, and no failing object names what fails in what the engine reads for the target (a new image or chart version)`,
-      [...details, 'add the failing workload (Deployment, Rollout, Pod) or HelmRelease to the target\'s resources, or name the commit: lastgood revert --bad SHA'],
+      [...details, failing.some((e) => e.groupKind === HELMRELEASE || (e.attempted?.images?.length ?? 0) > 0) ? 'name the commit: lastgood revert --bad SHA' : 'add the failing workload (Deployment, Rollout, Pod) or HelmRelease to the target\'s resources, or name the commit: lastgood revert --bad SHA'],
     );
   }
   if (range.state === 'unknown') {
@@ -309,7 +319,9 @@ async function contentFindings(ctx: Ctx, failing: Evidence[], range: RangeState)
         const lastAt = e.lastSucceeded?.at;
         const since = lastAt ? Date.parse(lastAt) : undefined;
         const within = range.state === 'range' ? new Set(range.line.map((c) => c.oid)) : undefined;
-        const signal = `values of ${ref(e)} (its chart ${version} did not change${lastAt ? `; its last successful release went out ${lastAt}` : ''})`;
+        // values the model cannot follow (a ConfigMap generated outside what the engine reads) are said with the signal
+        const unseen = (await history.at(start)).opaque.filter((o) => o.startsWith(`values of ${ref(e)} `));
+        const signal = `values of ${ref(e)} (its chart ${version} did not change${lastAt ? `; its last successful release went out ${lastAt}` : ''}${unseen.map((o) => `; cannot verify: ${o}`).join('')})`;
         await place(signal, 'values', await newestChange(ctx, start, changed, limit, { since, within }));
       }
     }
@@ -612,7 +624,7 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
       `${describeRange(range)}; ${plural(bad.length, 'commit')} in between changed what the engine reads for the target (${bad.map((c) => short(c.oid)).join(', ')})${together}` +
       (theirs !== range.applied ? `; lastgood's own revert ${short(theirs)} in that range is kept, only what came after it is undone` : '') +
       (signals.length && !range.selectedBy ? `; ${signals.join('; ')}` : ''),
-    revert: { kind: 'range', base: range.attempted, theirs },
+    revert: { kind: 'range', base: range.attempted, theirs, files: [...touched].sort() },
     touched: [...touched].sort(),
     applied: theirs === range.applied ? range.applied : theirs,
     attempted: range.attempted,
@@ -628,9 +640,12 @@ async function pathState(reader: RepoReader, commit: string, path: string): Prom
   }
 }
 
-/** True when a unit's own commits (not its merges) changed what the engine reads for the target. */
+/**
+ * True when a unit's own commits (not its merges) changed what the engine reads for the target or a
+ * file of the target's paths: a revert keeps such a commit, a restore undoes it, and both say so.
+ */
 async function unitTouches(ctx: Ctx, members: CommitInfo[]): Promise<boolean> {
-  for (const m of members) if (m.parents.length < 2 && (await ctx.history.touches(m))) return true;
+  for (const m of members) if (m.parents.length < 2 && ((await ctx.history.touches(m)) || (await filesChanged(ctx, m)).length > 0)) return true;
   return false;
 }
 

@@ -179,7 +179,8 @@ function specSetters(spec: Rec, name: string): Setter[] {
   return out;
 }
 
-function imageTexts(patch: string): string[] {
+/** The strings of a patch text that may be image references (inline patches set images too). */
+export function imageTexts(patch: string): string[] {
   const out: string[] = [];
   const walk = (v: unknown) => {
     if (typeof v === 'string') {

@@ -69,12 +69,23 @@ export class ModelHistory {
     return true;
   }
 
-  /** A path's oid; a path through a symlink counts as its own state (it differs from any oid). */
+  /**
+   * A path's oid. The backends refuse a path that is a symlink (pathOid: "goes through a
+   * symlink"), so a link's own entry is read from its folder: a retargeted link is a changed entry
+   * (Argo CD follows links). A path through a symlinked folder counts as its own state.
+   */
   private async oid(commit: string, path: string): Promise<string | undefined> {
     try {
       return await this.reader.pathOid(commit, path);
     } catch {
-      return 'unreadable';
+      const slash = path.lastIndexOf('/');
+      try {
+        const folder = slash < 0 ? (await this.reader.readCommit(commit)).tree : await this.reader.pathOid(commit, path.slice(0, slash));
+        if (!folder) return undefined;
+        return (await this.reader.readTree(folder)).find((e) => e.path === path.slice(slash + 1))?.oid;
+      } catch {
+        return 'unreadable';
+      }
     }
   }
 }

@@ -3,6 +3,8 @@ import type { KubeObject, Observed } from '../observe/types.ts';
 import { groupKind } from '../observe/types.ts';
 import type { FileChange, RepoReader } from '../repo/types.ts';
 import './flux.ts';
+import './argocd.ts';
+import './helm.ts';
 import { modelers, refiners, type EngineModeler, type EngineRefiner } from './registry.ts';
 import { inPaths, settersOf, type TargetScope } from './scope.ts';
 import { Lru, ObjectCache, TreeView } from './tree.ts';
@@ -97,6 +99,8 @@ export function modelTarget(input: ModelerInput): TargetModeler {
     paths: input.target.paths,
     objects: input.target.resources.filter((r) => !ENGINE_KINDS.has(groupKind(r.apiVersion, r.kind))).map((r) => ({ kind: r.kind, name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) })),
   };
+  // the engine objects listed, as observed: the primary's model, and where a HelmRelease's values may be generated
+  scope.engines = listed.filter((o): o is KubeObject => Boolean(o && modelers.has(groupKind(o.apiVersion, o.kind))));
   const why: string[] = [];
   const primaries: Array<{ modeler: EngineModeler; object: KubeObject }> = [];
   const refining: Array<{ refiner: EngineRefiner; object: KubeObject }> = [];

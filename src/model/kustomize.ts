@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import jsYaml from 'js-yaml';
 import type { InputRole } from './types.ts';
-import { joinInside, within, type TreeView } from './tree.ts';
+import { joinInside, within, type Link, type TreeView } from './tree.ts';
 import type { Reads } from './reads.ts';
 
 /**
@@ -48,11 +48,15 @@ export interface GraphFile {
   path: string;
   oid: string;
   role: InputRole;
+  /** the symlinks the engine followed to reach it (Argo CD): each is an input too, a retargeted link changes the build */
+  via?: Link[];
+  /** where the build names it, when a symlink leads elsewhere (a render writes the file there too) */
+  named?: string;
 }
 
 export type GraphResource =
   | { kind: 'file'; entry: string; file: GraphFile }
-  | { kind: 'node'; entry: string; node: KNode }
+  | { kind: 'node'; entry: string; node: KNode; via?: Link[] }
   | { kind: 'opaque'; entry: string };
 
 /** One kustomization in the graph. */
@@ -86,15 +90,17 @@ export function isRemote(entry: string): boolean {
 }
 
 /** The first kustomization file in `dir` (kustomize's order), or undefined. */
-export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRules): Promise<{ path: string; oid: string } | { error: string } | undefined> {
-  const found: Array<{ path: string; oid: string }> = [];
+export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRules): Promise<{ path: string; oid: string; via?: Link[]; named?: string } | { error: string } | undefined> {
+  const found: Array<{ name: string; path: string; oid: string; via?: Link[]; named?: string }> = [];
   for (const name of KUSTOMIZATION_FILES) {
     const p = dir ? `${dir}/${name}` : name;
     const r = await view.resolve(p, rules.symlinks);
-    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ path: p, oid: r.oid });
+    // a kustomization file that is a symlink (Argo CD follows it): the file read is its target, the link an input too
+    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ name, path: r.path, oid: r.oid, ...(r.via ? { via: r.via, named: p } : {}) });
   }
-  if (found.length > 1) return { error: `${dir || '.'}: found multiple kustomization files (${found.map((f) => path.basename(f.path)).join(', ')}): kustomize refuses the folder` };
-  return found[0];
+  if (found.length > 1) return { error: `${dir || '.'}: found multiple kustomization files (${found.map((f) => f.name).join(', ')}): kustomize refuses the folder` };
+  const [first] = found;
+  return first ? { path: first.path, oid: first.oid, ...(first.via ? { via: first.via, named: first.named! } : {}) } : undefined;
 }
 
 /** Parses a kustomization; a file that does not parse makes the build fail. */
@@ -127,7 +133,7 @@ type NodeEvent =
   | { k: 'opaque'; text: string }
   /** a file read (graph.files); `into` the node's resources or files */
   | { k: 'file'; file: GraphFile; into?: 'resources' | 'files'; entry?: string }
-  | { k: 'child'; dir: string; into: 'resources' | 'components'; entry?: string }
+  | { k: 'child'; dir: string; into: 'resources' | 'components'; entry?: string; via?: Link[] }
   | { k: 'remote'; entry: string }
   | { k: 'inline'; text: string };
 
@@ -213,7 +219,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         missing(`${what} ${rel} in ${root || '.'} is a symlink to ${r.path}, outside that kustomization's folder (kustomize's LoadRestrictionsRootOnly refuses it)`);
         return undefined;
       }
-      const file: GraphFile = { path: r.path, oid: r.oid, role };
+      const file: GraphFile = { path: r.path, oid: r.oid, role, ...(r.via ? { via: r.via, named: target } : {}) };
       events.push({ k: 'file', file, ...(into ? { into } : {}), ...(entry !== undefined ? { entry } : {}) });
       return file;
     };
@@ -230,7 +236,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       return fail();
     }
     if (kfile) {
-      file = { path: kfile.path, oid: kfile.oid, role: 'kustomization' };
+      file = { path: kfile.path, oid: kfile.oid, role: 'kustomization', ...(kfile.via ? { via: kfile.via, named: kfile.named! } : {}) };
       events.push({ k: 'file', file });
       const parsed = await view.parse('kustomization', kfile.oid, parseKustomization);
       if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) {
@@ -264,7 +270,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       }
       const r = await view.resolve(target, rules.symlinks);
       if (r.kind === 'dir' && !rules.ignored?.(r.path, true)) {
-        events.push({ k: 'child', dir: r.path, into: 'resources', entry });
+        events.push({ k: 'child', dir: r.path, into: 'resources', entry, ...(r.via ? { via: r.via } : {}) });
         continue;
       }
       await loadFile(entry, 'resource', 'resource', 'resources', entry);
@@ -450,7 +456,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
               break;
             case 'child': {
               const child = await visit(ev.dir, false);
-              if (child && ev.into === 'resources') n.resources.push({ kind: 'node', entry: ev.entry!, node: child });
+              if (child && ev.into === 'resources') n.resources.push({ kind: 'node', entry: ev.entry!, node: child, ...(ev.via ? { via: ev.via } : {}) });
               else if (child) n.components.push(child);
               break;
             }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { manifestFacts } from '../history/manifests.ts';
+import type { KubeObject } from '../observe/types.ts';
 import { formatImageRef } from '../history/image-ref.ts';
 import { loadAllSafe, type GraphFile, type KNode } from './kustomize.ts';
 import { within, type TreeView } from './tree.ts';
@@ -24,6 +25,8 @@ export interface TargetScope {
   paths: string[];
   /** objects the target lists that a manifest in the repository may declare (not the engine objects themselves) */
   objects: Array<{ kind: string; name: string; namespace?: string }>;
+  /** the engine objects the target lists, as observed (a HelmRelease's values may be generated in any graph they read) */
+  engines?: KubeObject[];
 }
 
 /** Resource files outside the paths whose objects are read to recognise the target's (beyond this: by paths only). */
@@ -81,7 +84,8 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   const fileIn = new Map<GraphFile, boolean>();
   const fileInScope = async (f: GraphFile): Promise<boolean> => {
     let v = fileIn.get(f);
-    if (v === undefined) fileIn.set(f, (v = inPaths(f.path, scope.paths) || (await declares(f))));
+    // a file reached through a link in the paths is the target's as much as the link is
+    if (v === undefined) fileIn.set(f, (v = inPaths(f.path, scope.paths) || Boolean(f.via?.some((l) => inPaths(l.path, scope.paths))) || (await declares(f))));
     return v;
   };
   // whether a node holds something of the target is a function of the node (its folders' readings
@@ -123,6 +127,7 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
   };
   const addFile = (f: GraphFile) => {
     add(f.path, f.oid, f.role);
+    for (const link of f.via ?? []) add(link.path, link.oid, f.role);
     contentFiles.set(f.path, f);
   };
   const visited = new Set<KNode>();
@@ -140,7 +145,10 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
       if (!take) continue;
       keep.push(r.entry);
       if (r.kind === 'file') addFile(r.file);
-      else await collect(r.node, whole);
+      else {
+        for (const link of r.via ?? []) add(link.path, link.oid, 'resource');
+        await collect(r.node, whole);
+      }
     }
     const where = n.file?.path ?? `${n.dir || '.'}/kustomization.yaml (generated)`;
     if (n.file && whole) addFile(n.file);

@@ -2,6 +2,7 @@ import path from 'node:path/posix';
 import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
 import { ABSENT, AS_FOLDER, Reads } from './reads.ts';
+import { checkEntryName } from '../deliver/tree-walk.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
@@ -23,13 +24,20 @@ export const SYMLINK = '120000';
 
 /** Where a path leads once symlinks are handled as an engine handles them. */
 export type Resolved =
-  | { kind: 'file'; path: string; oid: string; mode: string }
-  | { kind: 'dir'; path: string }
+  /** `via`: the symlinks followed on the way, each with its own blob (a retargeted link changes what is read) */
+  | { kind: 'file'; path: string; oid: string; mode: string; via?: Link[] }
+  | { kind: 'dir'; path: string; via?: Link[] }
   | { kind: 'absent' }
   /** a symlink the engine drops (Flux: symlinks are not in the source artifact) */
   | { kind: 'dropped'; link: string }
   /** a symlink pointing outside the repository (Argo CD refuses the repository; kustomize refuses the file) */
   | { kind: 'escapes'; link: string; target: string };
+
+/** A symlink followed on the way to a file or folder: where it is and its own blob (the link's text). */
+export interface Link {
+  path: string;
+  oid: string;
+}
 
 /**
  * A map of recently used values, at most about `limit` of them by `weigh`: two generations, the
@@ -113,10 +121,11 @@ export class ObjectCache {
   constructor(reader: RepoReader) {
     this.reader = reader;
   }
-  private read(oid: string): Promise<ReadTree> {
+  /** A tree, read once; a name git itself refuses (`..`, `.git`) is bad repository input naming the folder `under`, as the tree walk says it. */
+  private read(oid: string, under = ''): Promise<ReadTree> {
     let p = this.trees.get(oid);
     if (!p) {
-      p = this.reader.readTree(oid).then((items) => {
+      p = readCheckedTree(this.reader, oid, under).then((items) => {
         // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
         const byName = new Map<string, TreeEntry>();
         for (const e of items) byName.set(e.path, e as TreeItem & TreeEntry);
@@ -127,12 +136,12 @@ export class ObjectCache {
     }
     return p;
   }
-  async tree(oid: string): Promise<TreeItem[]> {
-    return (await this.read(oid)).items;
+  async tree(oid: string, under = ''): Promise<TreeItem[]> {
+    return (await this.read(oid, under)).items;
   }
-  /** A tree's entries by name (shared: never change the map). */
-  async index(oid: string): Promise<Map<string, TreeEntry>> {
-    return (await this.read(oid)).byName;
+  /** A tree's entries by name (shared: never change the map); `under`: its folder, for an error naming it. */
+  async index(oid: string, under = ''): Promise<Map<string, TreeEntry>> {
+    return (await this.read(oid, under)).byName;
   }
   blob(oid: string): Promise<Uint8Array> {
     const known = this.blobs.get(oid);
@@ -156,6 +165,19 @@ export class ObjectCache {
     this.parsed.set(key, value);
     return value;
   }
+}
+
+async function readCheckedTree(reader: RepoReader, oid: string, under: string): Promise<TreeItem[]> {
+  let entries: TreeItem[];
+  try {
+    entries = await reader.readTree(oid);
+  } catch (error) {
+    const e = error as { code?: string; data?: { filepath?: string } };
+    if (e?.code === 'UnsafeFilepathError') checkEntryName(e.data?.filepath ?? '..', under);
+    throw error;
+  }
+  for (const e of entries) checkEntryName(e.path, under);
+  return entries;
 }
 
 interface OverlayFile {
@@ -328,8 +350,8 @@ export class TreeView {
 
   private async listUncached(dir: string): Promise<Map<string, TreeEntry>> {
     const base = await this.baseTreeOid(dir);
-    if (!this.changed) return base ? this.cache.index(base) : new Map();
-    const out = new Map<string, TreeEntry>(base ? await this.cache.index(base) : []);
+    if (!this.changed) return base ? this.cache.index(base, dir) : new Map();
+    const out = new Map<string, TreeEntry>(base ? await this.cache.index(base, dir) : []);
     const prefix = dir ? `${dir}/` : '';
     for (const p of this.deleted) if (p.startsWith(prefix) && !p.slice(prefix.length).includes('/')) out.delete(p.slice(prefix.length));
     for (const [p, f] of this.written) {
@@ -368,7 +390,7 @@ export class TreeView {
     let oid = this.root;
     let at = '';
     for (const part of dir ? dir.split('/') : []) {
-      const e = (await this.cache.index(oid)).get(part);
+      const e = (await this.cache.index(oid, at)).get(part);
       at = at ? `${at}/${part}` : part;
       if (!e || e.type !== 'tree') return { oid: undefined, failed: at, value: entryText(e) };
       oid = e.oid;
@@ -385,7 +407,7 @@ export class TreeView {
     if (this.changed) e = (await this.listUncachedShared(dir)).get(name);
     else {
       const base = await this.baseTreeOid(dir);
-      e = base ? (await this.cache.index(base)).get(name) : undefined;
+      e = base ? (await this.cache.index(base, dir)).get(name) : undefined;
     }
     if (!(onTheWay && e?.type === 'tree')) this.record().entry(dir ? `${dir}/${name}` : name, asFolder && e?.type === 'tree' ? AS_FOLDER : entryText(e));
     return e;
@@ -473,7 +495,7 @@ export class TreeView {
    * which follow a link that stays inside the repository (argo-cd reposerver/repository/repository.go
    * getPotentiallyValidManifestFile) and refuse one that leaves it.
    */
-  async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0): Promise<Resolved> {
+  async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0, via: Link[] = []): Promise<Resolved> {
     const parts = clean(p).split('/').filter(Boolean);
     let current = '';
     for (let i = 0; i < parts.length; i++) {
@@ -489,17 +511,18 @@ export class TreeView {
         const normal = path.normalize(joined);
         if (target.startsWith('/') || normal === '..' || normal.startsWith('../')) return { kind: 'escapes', link: next, target };
         const rest = parts.slice(i + 1).join('/');
-        return this.resolve(rest ? `${normal}/${rest}` : normal, symlinks, depth + 1);
+        return this.resolve(rest ? `${normal}/${rest}` : normal, symlinks, depth + 1, [...via, { path: next, oid: e.oid }]);
       }
       if (i === parts.length - 1) {
-        if (e.type === 'tree') return { kind: 'dir', path: next };
-        if (e.type === 'blob') return { kind: 'file', path: next, oid: e.oid, mode: e.mode };
+        const links = via.length ? { via } : {};
+        if (e.type === 'tree') return { kind: 'dir', path: next, ...links };
+        if (e.type === 'blob') return { kind: 'file', path: next, oid: e.oid, mode: e.mode, ...links };
         return { kind: 'absent' };
       }
       if (e.type !== 'tree') return { kind: 'absent' };
       current = next;
     }
-    return { kind: 'dir', path: '' };
+    return { kind: 'dir', path: '', ...(via.length ? { via } : {}) };
   }
 }
 

@@ -21,13 +21,12 @@ import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import type { Config } from '../config/schema.ts';
 import { InputError } from '../errors.ts';
-import { assess } from '../health/index.ts';
 import { scrubbedCopy } from '../scrub.ts';
 import { alertMatchesResource, alertObject, AlertmanagerNotification, ALERT_API_VERSION, ALERT_KIND, describeAlertmanager, isAlertmanagerNotification, TARGET_LABEL, type AlertPayload } from './event-alertmanager.ts';
 import { argoCdObject, ArgoCdApplicationPayload, ArgoCdNotification, describeArgoCd, hasFullApplication, isArgoCdNotification } from './event-argocd.ts';
 import { describeFlaggerEvent, FlaggerEvent, flaggerObject, isFlaggerEvent } from './event-flagger.ts';
 import { describeFluxEvent, FluxEvent, fluxObject, isFluxEvent } from './event-flux.ts';
-import { checkFailureTimes, checkStatusTimes, futureTimeError, parseTime, TIME_FORMAT_HINT } from './times.ts';
+import { checkStatusTimes, futureTimeError, parseTime, TIME_FORMAT_HINT } from './times.ts';
 import { groupKind, type KubeObject, type Observed } from './types.ts';
 
 export type EventSender = 'flux' | 'argocd' | 'flagger' | 'alertmanager';
@@ -60,10 +59,8 @@ export async function readEvent(file: string, opts: { now?: Date } = {}): Promis
   } catch (error) {
     throw new InputError(`the event payload is not JSON: ${(error as Error).message}`, { file, cause: error });
   }
-  const now = opts.now ?? new Date();
-  const event = parseEvent(data, file, { now });
-  checkFailureTimes(event.objects.map((object) => ({ object, source: file })), now, assess);
-  return event;
+  // the payload's own times are checked here; the objects' state times, by the engine for every door (times.ts clockRefusal)
+  return parseEvent(data, file, { now: opts.now ?? new Date() });
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -238,4 +235,30 @@ export function withEventObjects(cluster: Observed[], event: Observed[]): Observ
   const key = (o: KubeObject) => `${groupKind(o.apiVersion, o.kind)}|${o.metadata.namespace ?? ''}|${o.metadata.name}`;
   const known = new Set(cluster.map((o) => key(o.object)));
   return [...cluster, ...event.filter((o) => !known.has(key(o.object)))];
+}
+
+/**
+ * What a door judges for an event (the Action; `lastgood run --event`, a GitLab CI job on a
+ * webhook trigger): the targets the event concerns (only `target`, when one is named) and the
+ * config to judge them with. Event only (no cluster, no snapshot), a target is judged on the
+ * objects the event reports: its other resources cannot be seen, so they are left out.
+ */
+export function eventScope(match: EventMatch, opts: { target?: string; eventOnly: boolean }): { config: Config; targets: string[]; unmatched?: string } {
+  const config = opts.eventOnly ? onlyObserved(match.config, match.observed) : match.config;
+  const targets = match.targets.filter((n) => !opts.target || n === opts.target);
+  if (targets.length > 0) return { config, targets };
+  return { config, targets, unmatched: match.unmatched ?? `the event concerns ${match.targets.join(', ')}, not the target "${opts.target}"` };
+}
+
+/** The config with each target's resources cut down to the objects observed (event-only runs). */
+function onlyObserved(config: Config, observed: Observed[]): Config {
+  const key = (apiVersion: string, kind: string, namespace: string | undefined, name: string) => `${groupKind(apiVersion, kind)}|${namespace ?? ''}|${name}`;
+  const seen = new Set(observed.map(({ object: o }) => key(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name)));
+  return {
+    ...config,
+    targets: config.targets.map((t) => {
+      const resources = t.resources.filter((r) => seen.has(key(r.apiVersion, r.kind, r.namespace, r.name)));
+      return resources.length > 0 ? { ...t, resources } : t;
+    }),
+  };
 }

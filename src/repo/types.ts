@@ -112,6 +112,44 @@ export interface DeliveryResult {
   warnings?: string[];
 }
 
+/** What became of a review request: still open, merged into the base branch, or closed without merging. */
+export type ReviewState = 'open' | 'merged' | 'closed';
+
+/**
+ * A pull request (GitHub, Gitea/Forgejo, Bitbucket, Azure DevOps) or merge request (GitLab) that
+ * lastgood opened, as the host tells it: for `lastgood log`, which reads it and writes nothing.
+ */
+export interface ReviewRequest {
+  /** what the host calls it: "pull request", "merge request" */
+  noun: string;
+  /** the host's number for it (GitHub/Gitea number, GitLab iid, Bitbucket id, Azure DevOps pullRequestId) */
+  number: number;
+  /** its web page */
+  url: string;
+  /** the source branch: `lastgood/<target>/<bad12>` */
+  branch: string;
+  /** the source branch's head commit as the host last saw it, where it tells it */
+  head?: string;
+  title: string;
+  state: ReviewState;
+  /** ISO 8601 times */
+  createdAt: string;
+  updatedAt?: string;
+  mergedAt?: string;
+  closedAt?: string;
+  /** the commit the merge made on the base branch (a merge, squash or rebase commit), where the host tells it */
+  mergeCommit?: string;
+}
+
+export interface ReviewRequestQuery {
+  /** the base branch (repo.branch) */
+  base: string;
+  /** requests whose source branch starts with this ("lastgood/", or "lastgood/<target>/") */
+  branchPrefix: string;
+  /** only requests created, updated, merged or closed at or after this time; open ones always */
+  since?: Date;
+}
+
 export interface RepoBackend extends RepoReader {
   readonly kind: string;
   /** verified last-known-good records (git notes under refs/notes/lastgood), where the backend keeps them */
@@ -120,6 +158,18 @@ export interface RepoBackend extends RepoReader {
   commitUrl?(sha: string): string | undefined;
   /** close open revert pull requests of a target whose bad commit `healthyRevision` contains; their numbers */
   closeSupersededReverts?(target: string, healthyRevision: string): Promise<number[]>;
+  /**
+   * Reads only (`lastgood log`): the review requests lastgood opened on the host, any state, newest
+   * update first. A backend whose host has a request API implements it (GitHub; the merge-request
+   * hosts); read-only credentials must be enough.
+   */
+  reviewRequests?(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
+  /**
+   * Reads only: the branches whose name starts with `prefix` and their tips (name without
+   * refs/heads/). A backend without a request API (a local repository, any git host over HTTPS)
+   * shows lastgood's review branches this way.
+   */
+  branches?(prefix: string): Promise<Map<string, string>>;
   /** A human description without credentials (path or URL). */
   readonly description: string;
   deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult>;

@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/duration.ts';
 import type { NotifyConfig, SecretRefConfig } from '../config/schema.ts';
-import type { Report, TargetOutcome } from '../engine.ts';
+import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact, registerSecret } from '../errors.ts';
 import { scrubbedCopy } from '../scrub.ts';
 
@@ -28,6 +28,14 @@ export interface NotifyOptions {
   env?: Record<string, string | undefined>;
   log: Pick<Logger, 'warn' | 'info' | 'debug'>;
   now: Date;
+  /**
+   * Claims a notification before it is sent (report/once.ts): with it, a revert is announced once
+   * whoever made it and however many runs find it (a lost answer, a rerun, another replica);
+   * without it, only the run that made the revert announces it.
+   */
+  claim?: (t: TargetOutcome, event: NotifyEventName) => Promise<boolean>;
+  /** the repository host's commit pages (RepoBackend.commitUrl): links in the messages */
+  commitUrl?: (sha: string) => string;
 }
 
 export interface Delivery {
@@ -88,18 +96,21 @@ function describeRef(ref: SecretRefConfig): Record<string, string> {
 /** Sends one notification per target outcome that calls for one, to every channel. Never throws. */
 export async function notify(report: Report, opts: NotifyOptions): Promise<Delivery[]> {
   const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
-  const pending = report.targets.flatMap((t) => {
-    const event = eventFor(t);
+  const candidates = report.targets.flatMap((t) => {
+    // with claims, a revert found made (by an earlier run whose answer or process was lost) is announced too, once
+    const event = eventFor(t) ?? (opts.claim && t.action === 'revert' && t.commit ? 'reverted' : undefined);
     return event && wanted.has(event) ? [{ t, event }] : [];
   });
-  if (pending.length === 0) return [];
+  if (candidates.length === 0) return [];
   const channels = await channelsFor(opts);
   if (channels.length === 0) return [];
+  const pending: typeof candidates = [];
+  for (const c of candidates) if (c.event !== 'reverted' || !opts.claim || (await opts.claim(c.t, c.event))) pending.push(c);
   const timeoutMs = parseDuration(opts.config?.timeout ?? '10s')!;
   const sends = pending.flatMap(({ t, event }) =>
     channels.map(async (channel): Promise<Delivery> => {
       // scrubbed again on the way out (evidence was scrubbed where it entered)
-      const body = scrubbedCopy(channel.kind === 'slack' ? slackMessage(t, event) : webhookPayload(t, event, opts.now), { maxBytes: Number.POSITIVE_INFINITY });
+      const body = scrubbedCopy(channel.kind === 'slack' ? slackMessage(t, event, opts.commitUrl) : webhookPayload(t, event, opts.now, opts.commitUrl), { maxBytes: Number.POSITIVE_INFINITY });
       const result = await post(channel.url, body, timeoutMs);
       const delivery: Delivery = { channel: channel.kind, target: t.name, event, ...result };
       if (result.ok) opts.log.info({ channel: channel.kind, target: t.name, event }, 'notification sent');
@@ -130,7 +141,7 @@ async function post(url: string, body: unknown, timeoutMs: number): Promise<{ ok
 }
 
 /** The generic webhook's JSON document. */
-export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Date): Record<string, unknown> {
+export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Date, commitUrl?: (sha: string) => string): Record<string, unknown> {
   return {
     kind: 'lastgood.notification/v1',
     event,
@@ -146,6 +157,8 @@ export function webhookPayload(t: TargetOutcome, event: NotifyEventName, now: Da
     commit: t.commit ?? null,
     branch: t.branch ?? null,
     pullRequest: t.pullRequest ?? null,
+    // the host's own pages, where the repository is on a host lastgood knows
+    ...(commitUrl ? { links: { commit: t.commit ? commitUrl(t.commit) : null, bad: t.bad.map(commitUrl), lastKnownGood: t.lastKnownGood ? commitUrl(t.lastKnownGood) : null } } : {}),
     evidence: t.evidence.map((e) => ({
       apiVersion: e.apiVersion, kind: e.kind, namespace: e.namespace ?? null, name: e.name,
       state: e.state, reason: e.reason, message: e.message, since: e.since ?? null,
@@ -160,11 +173,13 @@ const SLACK_HEAD: Record<NotifyEventName, string> = {
 };
 
 /** A Slack incoming-webhook message (`text` with mrkdwn, which compatible receivers also read). */
-export function slackMessage(t: TargetOutcome, event: NotifyEventName): { text: string } {
+export function slackMessage(t: TargetOutcome, event: NotifyEventName, commitUrl?: (sha: string) => string): { text: string } {
+  // Slack's link syntax <url|text>, where the host's commit page is known
+  const sha = (s: string) => (commitUrl ? `<${commitUrl(s)}|${s.slice(0, 12)}>` : `\`${s.slice(0, 12)}\``);
   const lines = [`${SLACK_HEAD[event]}: *${escapeSlack(t.name)}* ${t.verdict}${t.class ? ` (${t.class})` : ''}`, escapeSlack(t.reason)];
   if (t.pullRequest) lines.push(`pull request: ${t.pullRequest}`);
-  else if (t.commit) lines.push(`commit: \`${t.commit.slice(0, 12)}\`${t.branch ? ` on ${escapeSlack(t.branch)}` : ''}`);
-  if (t.bad.length) lines.push(`bad: ${t.bad.map((b) => `\`${b.slice(0, 12)}\``).join(', ')}${t.lastKnownGood ? `, back to \`${t.lastKnownGood.slice(0, 12)}\`` : ''}`);
+  else if (t.commit) lines.push(`commit: ${sha(t.commit)}${t.branch ? ` on ${escapeSlack(t.branch)}` : ''}`);
+  if (t.bad.length) lines.push(`bad: ${t.bad.map(sha).join(', ')}${t.lastKnownGood ? `, back to ${sha(t.lastKnownGood)}` : ''}`);
   return { text: lines.join('\n') };
 }
 

@@ -1,5 +1,5 @@
 import type { Evidence } from '../decide/types.ts';
-import type { Report, TargetOutcome } from '../engine.ts';
+import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact } from '../scrub.ts';
 
 /**

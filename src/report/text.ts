@@ -1,5 +1,5 @@
 import type { Evidence } from '../decide/types.ts';
-import type { Report, TargetOutcome } from '../engine.ts';
+import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact } from '../scrub.ts';
 
 /**
@@ -44,9 +44,9 @@ function formatTarget(t: TargetOutcome, opts: FormatOptions): string {
     const stateWidth = Math.max(0, ...rows.map((r) => r.e.state.length));
     for (const { ref, e } of rows) {
       const msg = e.message ? `: ${e.message.replace(/\s*\n\s*/g, ' ').slice(0, 160)}` : '';
-      lines.push(`    ${ref.padEnd(width)}  ${paint(STATE_COLOR[e.state], e.state.padEnd(stateWidth))}  (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`);
+      lines.push(`    ${ref.padEnd(width)}  ${paint(STATE_COLOR[e.state], e.state.padEnd(stateWidth))}  (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`, ...analysisRows(e));
     }
-  } else for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`);
+  } else for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`, ...analysisRows(e));
   lines.push(`  decision: ${paint(ACTION_COLOR[t.action], t.action, true)} — ${t.reason}`);
   if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.join(', ')}`);
   if (t.explanation) lines.push(`  found by: ${t.explanation}`);
@@ -70,6 +70,19 @@ function evidenceRow(e: Evidence): string {
   return `${ref} ${e.state} (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`;
 }
 
+/** A metric check's query, condition, latest value and time, and what comes next (README "Metric checks"). */
+function analysisRows(e: Evidence): string[] {
+  const a = e.analysis;
+  if (!a) return [];
+  const rows: string[] = [];
+  const last = a.measurements[a.measurements.length - 1];
+  rows.push(`      ${a.phase}: ${a.taken}${a.count !== undefined ? ` of ${a.count}` : ''} measurement${a.taken === 1 && a.count === undefined ? '' : 's'}, ${a.failed} failed, ${a.inconclusive} inconclusive, ${a.errors} in error${a.rollout ? `; window from ${a.rollout.start} (${a.rollout.startedBy})` : ''}`);
+  if (last) rows.push(`      last: ${last.value || 'no value'} at ${last.at}: ${last.phase} (${last.message.replace(/\s*\n\s*/g, ' ').slice(0, 200)})`);
+  for (const q of a.queries) rows.push(`      ${a.queries.length > 1 ? `${q.name}: ` : ''}${q.condition}; query: ${q.query.replace(/\s+/g, ' ').trim().slice(0, 300)}`);
+  if (a.nextAt) rows.push(`      next measurement at ${a.nextAt}`);
+  return rows;
+}
+
 /** The DESIGN.md --json document, scrubbed (redact keeps JSON text valid). */
 export function reportJson(report: Report): string {
   return redact(JSON.stringify({ targets: report.targets.map(jsonTarget) }, null, 2)) + '\n';
@@ -82,6 +95,7 @@ function jsonTarget(t: TargetOutcome): Record<string, unknown> {
       apiVersion: e.apiVersion, kind: e.kind, namespace: e.namespace ?? null, name: e.name, state: e.state, reason: e.reason, message: e.message,
       ...(e.since ? { since: e.since } : {}),
       ...(e.attempted?.raw || e.attempted?.sha ? { revision: e.attempted.raw ?? e.attempted.sha } : {}),
+      ...(e.analysis ? { analysis: e.analysis } : {}),
     })),
     bad: t.bad, lastKnownGood: t.lastKnownGood ?? null, verified: t.verified ?? null,
     action: t.action, reason: t.reason, commit: t.commit ?? null, pullRequest: t.pullRequest ?? null,

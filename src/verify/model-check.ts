@@ -88,12 +88,14 @@ export async function verifyPlan(input: VerifyInput): Promise<Verification> {
 
   for (const e of input.evidence.filter((x) => x.state === 'failed' && !x.foreign)) {
     for (const image of failingImages(e)) {
-      const [h, l, a] = [imagesOf(head, image), imagesOf(lastKnownGood, image), imagesOf(after, image)];
-      if (sameSet(h, l)) continue; // not changed by the bad commits: not what the revert is about
+      // the failing image set by a cluster object's own spec (an Application's kustomize.images or helm.parameters,
+      // a Kustomization's spec.images): no revert of the repository changes it, whatever the bad commits did
       const clusterSet = after.setters.filter((s) => s.what === 'image' && !s.inRepo && s.image && sameRepo(s.image, image) && sameImage(image, s.image));
       if (clusterSet.length > 0) {
         return refuse(`${formatImageRef(image)} is set by ${clusterSet.map((s) => s.where).join(', ')}, a field of a cluster object that no revert of the repository changes`);
       }
+      const [h, l, a] = [imagesOf(head, image), imagesOf(lastKnownGood, image), imagesOf(after, image)];
+      if (sameSet(h, l)) continue; // not changed by the bad commits: not what the revert is about
       if (!sameSet(a, l)) {
         const now = a.length ? a.map((x) => `${x.text} (${x.where})`).join(', ') : 'nothing';
         const was = l.length ? l.map((x) => x.text).join(', ') : 'nothing';

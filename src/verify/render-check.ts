@@ -64,6 +64,8 @@ export async function renderCheck(input: RenderCheckInput): Promise<RenderCheck>
   if ('failed' in head) return { skipped: `the render check was not possible: the build fails at the head: ${head.failed}` };
   if ('failed' in lkg) return { skipped: `the render check was not possible: the build fails at the last-known-good: ${lkg.failed}` };
   if ('failed' in after) return { refused: `after the revert the build would fail where it builds at the head and at the last-known-good: ${after.failed}` };
+  // a build of no objects at all tells nothing about what the cluster runs (the target's objects come from elsewhere)
+  if (head.objects.length === 0 && lkg.objects.length === 0) return { skipped: 'the render check was not possible: the build renders no objects at the head or at the last-known-good' };
   const diff = renderedDiff(head.objects, after.objects);
   const cmp = compareRenders({ lastKnownGood: lkg.objects, head: head.objects, reverted: after.objects });
   if (!cmp.changes) return { refused: 'rendered as the engine builds it, the target is the same before and after the revert: it would change nothing the cluster runs', diff };

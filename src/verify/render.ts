@@ -77,6 +77,9 @@ function kustomizeMessage(text: string, tmpRoot: string): string {
   // kubectl wraps the error in a klog line: E1125 22:02:54.530043 11356 run.go:72] "command failed" err=<\n\t…\n >
   const klog = /"command failed" err=<\n([^]*?)\n >/.exec(t);
   if (klog) t = klog[1]!.replace(/^\t/gm, '');
+  // …or on one line, quoted: E1125 23:13:18.832724 3555 run.go:72] "command failed" err="accumulating …"
+  const quoted = /"command failed" err="((?:[^"\\]|\\.)*)"/.exec(t);
+  if (!klog && quoted) t = quoted[1]!.replace(/\\(.)/g, '$1');
   return redact(firstLines(t.trim().replace(/^Error: /, ''), 12)).slice(0, 4000);
 }
 

@@ -4,9 +4,9 @@ import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { evidenceFor } from '../../src/decide/verdict.ts';
 import type { Evidence } from '../../src/decide/types.ts';
-import { LocalRepo } from '../../src/deliver/local.ts';
-import { createGitHubBackend } from '../../src/deliver/github.ts';
-import { locate, type Located } from '../../src/history/locate.ts';
+import { LocalRepo } from '../../src/deliver/local/index.ts';
+import { createGitHubBackend } from '../../src/deliver/github/index.ts';
+import { locate, revertInput, type Located } from '../../src/history/locate.ts';
 import { planRevert } from '../../src/revert/threeway.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import type { KubeObject } from '../../src/observe/types.ts';
@@ -156,9 +156,8 @@ export async function locateAndPlan(reader: RepoBackend, paths: string[], eviden
     if ((error as Error).name === 'RevertImpossible') return { refused: `${(error as Error).message} ${((error as { details?: string[] }).details ?? []).join('; ')}` };
     throw error;
   }
-  const steps = located.revert.kind === 'range' ? [{ base: located.revert.base, theirs: located.revert.theirs }] : located.revert.steps;
   try {
-    const plan = await planRevert(reader, { head, steps, paths });
+    const plan = await planRevert(reader, { head, ...revertInput(located, paths) });
     const files = await reader.listFiles(head, paths);
     const after = new Map<string, Buffer>();
     for (const [p, e] of files) after.set(p, Buffer.from(await reader.readBlob(e.oid)));
@@ -189,6 +188,16 @@ export function gitRevertOracle(dir: string, located: Located, paths: string[], 
         execFileSync('git', ['revert', '--no-commit', ...(s.merge ? ['-m', '1'] : []), s.base], { cwd: work, env: gitEnv(), stdio: 'pipe' });
       } catch {
         return { conflict: true };
+      }
+    }
+    // a range is reverted on the files the bad commits changed only: the others stay as at the head
+    if (located.revert.kind === 'range') {
+      const files = new Set(located.revert.files);
+      const changed = execFileSync('git', ['diff', '--name-only', 'HEAD'], { cwd: work, encoding: 'utf8' }).split('\n').filter(Boolean);
+      const added = execFileSync('git', ['diff', '--name-only', '--cached', '--diff-filter=A', 'HEAD'], { cwd: work, encoding: 'utf8' }).split('\n').filter(Boolean);
+      for (const f of changed.filter((c) => !files.has(c))) {
+        if (added.includes(f)) execFileSync('git', ['rm', '-q', '-f', '--', f], { cwd: work });
+        else execFileSync('git', ['checkout', '-q', 'HEAD', '--', f], { cwd: work });
       }
     }
     const after = new Map<string, Buffer>();

@@ -145,6 +145,8 @@ export interface KubeEmulator {
   failNext(match: RegExp, times?: number, status?: number, opts?: { method?: string }): void;
   /** Hold the next `times` matching requests (default: all) for `ms` before answering. */
   delay(match: RegExp, ms: number, times?: number): void;
+  /** Holds every request matching until `release()` is called (a condition, not a time: the test decides when). */
+  hold(match: RegExp): { release(): void };
   /** Forget history up to now: a watch, or a continue token, from an older resourceVersion gets 410. */
   compact(): void;
   /** Send a BOOKMARK now on every watch that allows them. */
@@ -286,6 +288,7 @@ class Emulator implements KubeEmulator {
   private readonly watchers = new Set<Watcher>();
   private readonly faults: Fault[] = [];
   private readonly delays: Array<{ match: RegExp; ms: number; remaining: number }> = [];
+  private readonly gates: Array<{ match: RegExp; open: Promise<void>; released: boolean }> = [];
   private readonly log: RequestRecord[] = [];
 
   constructor(opts: KubeEmulatorOptions) {
@@ -408,6 +411,18 @@ class Emulator implements KubeEmulator {
 
   delay(match: RegExp, ms: number, times = Infinity): void {
     this.delays.push({ match, ms, remaining: times });
+  }
+
+  hold(match: RegExp): { release(): void } {
+    let release!: () => void;
+    const gate = { match, open: new Promise<void>((resolve) => (release = resolve)), released: false };
+    this.gates.push(gate);
+    return {
+      release: () => {
+        gate.released = true;
+        release();
+      },
+    };
   }
 
   compact(): void {
@@ -727,6 +742,7 @@ class Emulator implements KubeEmulator {
     this.log.push(rec);
     const raw = await readBody(req);
 
+    for (const gate of this.gates) if (!gate.released && gate.match.test(rec.url)) await gate.open;
     const delay = this.delays.find((d) => d.remaining > 0 && d.match.test(rec.url));
     if (delay) {
       delay.remaining--;

@@ -26,13 +26,24 @@ export interface GitCredentials {
   header: string;
   /** where the secret came from, for messages ("environment variable LASTGOOD_GIT_TOKEN") */
   source: string;
+  /** the secret itself (registered with the scrubber), for a host API that takes it in its own header */
+  secret: string;
+  /** a token, or a password that goes with `username` */
+  kind: 'token' | 'password';
+  /** the Basic user name sent with it (undefined with scheme: bearer) */
+  username?: string;
+  /** the name of the environment variable it came from, when it did (GitLab's CI_JOB_TOKEN is told apart by it) */
+  env?: string;
 }
 
 /** The default token variable when repo.auth is absent. */
 export const DEFAULT_TOKEN_ENV = 'LASTGOOD_GIT_TOKEN';
 
 /** The Basic user name each host expects with an access token. */
-export function tokenUser(host: string): string {
+export function tokenUser(host: string, provider?: string): string {
+  if (provider === 'gitlab') return 'oauth2';
+  if (provider === 'bitbucket') return 'x-token-auth';
+  if (provider === 'github') return 'x-access-token';
   if (/(^|\.)github\.com$/.test(host) || host.includes('github')) return 'x-access-token';
   if (/(^|\.)bitbucket\.org$/.test(host)) return 'x-token-auth';
   if (host.includes('gitlab')) return 'oauth2';
@@ -77,11 +88,11 @@ function pick(cfg: GitAuthConfig, envKey: keyof GitAuthConfig, fileKey: keyof Gi
  * The credentials repo.auth describes; without repo.auth, the token in LASTGOOD_GIT_TOKEN when it
  * is set, else none (a public repository, or a server that needs no credentials).
  */
-export function loadCredentials(cfg: GitAuthConfig | undefined, host: string, where: Where): GitCredentials | undefined {
+export function loadCredentials(cfg: GitAuthConfig | undefined, host: string, where: Where, opts: { provider?: string } = {}): GitCredentials | undefined {
   if (!cfg) {
     const token = where.env[DEFAULT_TOKEN_ENV]?.trim();
     if (!token) return undefined;
-    return basic(tokenUser(host), token, `environment variable ${DEFAULT_TOKEN_ENV}`);
+    return { ...basic(tokenUser(host, opts.provider), token, `environment variable ${DEFAULT_TOKEN_ENV}`), kind: 'token', env: DEFAULT_TOKEN_ENV };
   }
   const token = pick(cfg, 'tokenEnv', 'tokenFile', where);
   const password = pick(cfg, 'passwordEnv', 'passwordFile', where);
@@ -90,18 +101,21 @@ export function loadCredentials(cfg: GitAuthConfig | undefined, host: string, wh
   if (user && cfg.username) throw new ConfigError('repo.auth: give username or usernameEnv/usernameFile, not both', where.configFile ? { file: where.configFile } : {});
   const secret = token ?? password;
   if (!secret) throw new ConfigError('repo.auth: name the secret: tokenEnv or tokenFile, or passwordEnv or passwordFile (with a user name)', where.configFile ? { file: where.configFile } : {});
+  const kind = token ? ('token' as const) : ('password' as const);
+  const env = token ? cfg.tokenEnv : cfg.passwordEnv;
   if (cfg.scheme === 'bearer') {
     registerSecret(secret.value);
-    return { header: `Bearer ${secret.value}`, source: secret.source };
+    return { header: `Bearer ${secret.value}`, source: secret.source, secret: secret.value, kind, ...(env ? { env } : {}) };
   }
-  const name = user?.value ?? cfg.username ?? (token ? tokenUser(host) : undefined);
+  // GitLab's CI job token goes with the user name GitLab gives it
+  const name = user?.value ?? cfg.username ?? (token ? (env === 'CI_JOB_TOKEN' ? 'gitlab-ci-token' : tokenUser(host, opts.provider)) : undefined);
   if (!name) throw new ConfigError('repo.auth: a password needs a user name (username, usernameEnv or usernameFile)', where.configFile ? { file: where.configFile } : {});
-  return basic(name, secret.value, user ? `${secret.source} and ${user.source}` : secret.source);
+  return { ...basic(name, secret.value, user ? `${secret.source} and ${user.source}` : secret.source), kind, ...(env ? { env } : {}) };
 }
 
-function basic(user: string, secret: string, source: string): GitCredentials {
+function basic(user: string, secret: string, source: string): Omit<GitCredentials, 'kind'> {
   registerSecret(secret);
   const encoded = Buffer.from(`${user}:${secret}`).toString('base64');
   registerSecret(encoded);
-  return { header: `Basic ${encoded}`, source };
+  return { header: `Basic ${encoded}`, source, secret, username: user };
 }

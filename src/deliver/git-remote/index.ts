@@ -1,9 +1,10 @@
 import path from 'node:path';
 import type { TransferEvent } from '../../report/progress.ts';
 import { ConfigError, InputError } from '../../errors.ts';
-import { loadCredentials, type GitAuthConfig } from './auth.ts';
+import { loadCredentials, type GitCredentials } from './auth.ts';
+import type { GitRemoteConfig } from './config.ts';
 import { RemoteRepo } from './remote-repo.ts';
-import { loadSigner, type SigningConfig } from './signing.ts';
+import { loadSigner } from './signing.ts';
 import { parseHttpUrl } from './match.ts';
 
 /**
@@ -11,14 +12,7 @@ import { parseHttpUrl } from './match.ts';
  * is sent (no credentials in the URL, no clear-text http without repo.insecure).
  */
 
-/** The parts of `repo` in lastgood.yaml the git backend reads. */
-export interface GitRemoteConfig {
-  auth?: GitAuthConfig;
-  cacheDir?: string;
-  insecure?: boolean;
-  transport?: 'auto' | 'api' | 'git';
-  signing?: SigningConfig;
-}
+export type { GitRemoteConfig } from './config.ts';
 
 export interface GitRemoteOpenOptions {
   relativeTo: string;
@@ -42,6 +36,15 @@ async function refuse(message: string, opts: GitRemoteOpenOptions): Promise<neve
 }
 
 export async function openGitRemote(location: string, opts: GitRemoteOpenOptions): Promise<RemoteRepo> {
+  return (await prepareGitRemote(location, opts)).repo;
+}
+
+/**
+ * The checks on repo.url, the credentials repo.auth names, and the git backend over them; the
+ * hosts with a review-request API (src/deliver/review-request.ts) open their API with the same
+ * credentials, so that a token is read once and sent only to the configured host.
+ */
+export async function prepareGitRemote(location: string, opts: GitRemoteOpenOptions): Promise<{ repo: RemoteRepo; url: URL; credentials: GitCredentials | undefined; warn: (m: string) => void }> {
   const url = parseHttpUrl(location)!;
   const env = opts.env ?? process.env;
   if (url.username || url.password) {
@@ -52,7 +55,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
   if (url.search || url.hash) await refuse(`${url.href}: a repository URL has no query or fragment`, opts);
   const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`lastgood: warning: ${m}\n`));
   const where = { relativeTo: opts.relativeTo, env, ...(opts.configFile ? { configFile: opts.configFile } : {}) };
-  const credentials = loadCredentials(opts.repo?.auth, url.hostname, where);
+  const credentials = loadCredentials(opts.repo?.auth, url.hostname, where, opts.repo?.provider ? { provider: opts.repo.provider } : {});
   if (url.protocol === 'http:') {
     if (!opts.repo?.insecure) {
       await refuse(`${url.href} is plain http: everything, credentials included, would cross the network unencrypted. Use https, or set repo.insecure: true for a server inside the cluster or a test`, opts);
@@ -62,7 +65,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
     }
   }
   const signer = opts.repo?.signing ? loadSigner(opts.repo.signing, where) : undefined;
-  return new RemoteRepo({
+  const repo = new RemoteRepo({
     url: url.href.replace(/\/+$/, ''),
     ...(credentials ? { credentials } : {}),
     ...(opts.repo?.cacheDir ? { cacheDir: path.resolve(opts.relativeTo, opts.repo.cacheDir) } : {}),
@@ -70,6 +73,7 @@ export async function openGitRemote(location: string, opts: GitRemoteOpenOptions
     onWarning: warn,
     ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
   });
+  return { repo, url, credentials, warn };
 }
 
 export { RemoteRepo } from './remote-repo.ts';

@@ -1,5 +1,5 @@
-import { parseGitHubUrl } from '../github-url.ts';
-import type { GitRemoteConfig } from './index.ts';
+import { parseGitHubUrl } from '../github/url.ts';
+import type { GitRemoteConfig } from './config.ts';
 
 /** Which locations the git backend takes; kept apart so that the registry loads no git code to decide. */
 
@@ -28,7 +28,8 @@ export function gitRemoteMatches(location: string, opts: { apiUrl?: string; repo
   const url = parseHttpUrl(location);
   if (!url) return false;
   if (url.username || url.password) return true;
-  if (opts.repo?.transport === 'git') return true;
+  if (opts.repo?.transport === 'git' || opts.repo?.provider === 'git') return true;
+  if (opts.repo?.provider === 'github') return false;
   if (opts.repo?.transport === 'api') return false;
   return !isGitHubApi(url, location, opts.apiUrl);
 }

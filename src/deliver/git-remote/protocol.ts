@@ -267,6 +267,18 @@ export interface PushResult {
   refs: Map<string, { ok: true } | { ok: false; reason: string }>;
   /** the server's unpack status ("ok" or why the pack was refused) */
   unpack: string;
+  /** what the server's hooks said (side band 2, "remote: …" in git's output): a refusal's own words */
+  messages: string[];
+}
+
+/** The lines a server sent on side band 2 (hook output, a host's refusal text), without blank lines. */
+function progressLines(body: Buffer, advert: ReceivePackAdvert): string[] {
+  if (!advert.caps.has('side-band-64k')) return [];
+  try {
+    return readSideBand(new PacketReader(body)).progress.split(/\r?\n|\r/).map((l) => l.trim()).filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 /** One receive-pack request: the commands and a pack of exactly the objects the server lacks. */
@@ -277,14 +289,15 @@ export async function pushPack(http: SmartHttp, advert: ReceivePackAdvert, updat
   const commands = updates.map((u, i) => pktLine(`${u.old} ${u.new} ${u.ref}${i === 0 ? `\0${[...wanted, AGENT].join(' ')}` : ''}\n`));
   const body = await http.post('git-receive-pack', Buffer.concat([...commands, FLUSH, pack]), { retry: false });
   let report = body;
+  let progress = '';
   if (advert.caps.has('side-band-64k')) {
     try {
-      report = readSideBand(new PacketReader(body)).data;
+      ({ data: report, progress } = readSideBand(new PacketReader(body)));
     } catch (error) {
       throw new RemoteError('git', `pushing to ${http.description}: ${(error as Error).message}`, { cause: error });
     }
   }
-  const result: PushResult = { refs: new Map(), unpack: '' };
+  const result: PushResult = { refs: new Map(), unpack: '', messages: progressLines(body, advert) };
   const reader = new PacketReader(report);
   for (let p = reader.next(); p && p.kind === 'data'; p = reader.next()) {
     const line = packetText(p)!;

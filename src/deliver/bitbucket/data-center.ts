@@ -1,0 +1,124 @@
+import { createBitbucketServerClient } from '@coderabbitai/bitbucket/server';
+import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
+import { createHostFetch } from '../host-http.ts';
+import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+
+/**
+ * Bitbucket Data Center (REST 1.0, "latest") through @coderabbitai/bitbucket's server client
+ * (openapi-fetch over types generated from Atlassian's 9.2 description).
+ *
+ * A pull request is changed only at the version read (Data Center's optimistic lock): every PUT
+ * and the decline send the version the request was listed with. Reviewers are user slugs; Data
+ * Center has no labels or assignees on pull requests. An HTTP access token goes as Bearer (git
+ * over HTTPS takes it too, with `repo.auth.scheme: bearer`); a user name and password as Basic.
+ */
+
+interface ServerPull {
+  id?: number;
+  version?: number;
+  title?: string;
+  description?: string;
+  fromRef?: { id?: string; displayId?: string };
+  toRef?: { id?: string; displayId?: string };
+  reviewers?: ReadonlyArray<{ user?: { name?: string; slug?: string } }>;
+  links?: { self?: ReadonlyArray<{ href?: string }> };
+}
+
+const branch = (ref: { id?: string; displayId?: string } | undefined) => (ref?.id ?? '').replace(/^refs\/heads\//, '') || ref?.displayId || '';
+
+export function openBitbucketDataCenter(opts: HostOpenOptions): ReviewHost {
+  const { coordinates: at, credentials } = opts;
+  const where = `${at.owner}/${at.repo}`;
+  const http = createHostFetch({ apiBase: at.api, system: 'bitbucket', ...(opts.maxRetries !== undefined ? { maxRetries: opts.maxRetries } : {}), ...(opts.retryUnitMs !== undefined ? { retryUnitMs: opts.retryUnitMs } : {}), ...(opts.onWarning ? { onWarning: opts.onWarning } : {}) });
+  if (credentials) registerSecret(credentials.secret);
+  const bearer = credentials && (credentials.header.startsWith('Bearer ') || (credentials.kind === 'token' && credentials.username === 'lastgood'));
+  const authorization = !credentials ? undefined : bearer ? `Bearer ${credentials.secret}` : credentials.header;
+  const client = createBitbucketServerClient({ baseUrl: at.api, fetch: http.fetch, headers: { accept: 'application/json', ...(authorization ? { authorization } : {}) } });
+  const path = { projectKey: at.owner, repositorySlug: at.repo };
+
+  const check = async <T>(what: string, answer: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<T> => {
+    let result;
+    try {
+      result = await answer;
+    } catch (error) {
+      if (error instanceof RemoteError) throw error;
+      throw new RemoteError('bitbucket', `${what} on ${where}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    }
+    if (result.response.ok) return result.data as T;
+    const body = result.error as { errors?: Array<{ message?: string }> } | undefined;
+    const words = (body?.errors ?? []).map((e) => e.message).filter(Boolean).join('; ');
+    const status = result.response.status;
+    throw hostFailure('bitbucket', `${what} on ${where}`, status, words, status === 401 || status === 403 ? `the token needs the "Repository write" permission on ${where}` : undefined);
+  };
+
+  const toRequest = (p: ServerPull): HostRequest => ({
+    number: p.id ?? 0,
+    url: p.links?.self?.[0]?.href ?? `${at.web}/pull-requests/${p.id}`,
+    source: branch(p.fromRef),
+    target: branch(p.toRef),
+    title: p.title ?? '',
+    body: p.description ?? '',
+    labels: [],
+    reviewers: (p.reviewers ?? []).map((r) => r.user?.slug ?? r.user?.name ?? ''),
+    assignees: [],
+    extra: { version: p.version ?? 0 },
+  });
+  const ref = (name: string) => ({ id: `refs/heads/${name}`, repository: { slug: at.repo, project: { key: at.owner } } });
+  const reviewers = (names: string[]) => names.map((name) => ({ user: { name } }));
+  const version = (pr: HostRequest) => (pr.extra?.version as number | undefined) ?? 0;
+
+  return {
+    system: 'bitbucket',
+    name: 'Bitbucket Data Center',
+    noun: 'pull request',
+    coordinates: at,
+    get requests() {
+      return http.requests;
+    },
+    checkCanOpen() {
+      if (!credentials) throw new ConfigError('pull-request mode on Bitbucket Data Center needs credentials: set repo.auth to an HTTP access token (tokenEnv, with scheme: bearer)', opts.configFile ? { file: opts.configFile } : {});
+    },
+    async listOpen(target, prefix) {
+      const out: HostRequest[] = [];
+      for (let start = 0; ;) {
+        const page = await check<{ values?: ServerPull[]; isLastPage?: boolean; nextPageStart?: number }>('listing open pull requests', client.GET('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests', { params: { path, query: { state: 'OPEN', at: `refs/heads/${target}`, direction: 'INCOMING', start, limit: 100 } } }));
+        out.push(...(page.values ?? []).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
+        if (page.isLastPage !== false || page.nextPageStart === undefined) return out;
+        start = page.nextPageStart;
+      }
+    },
+    async create(req, warn) {
+      if (req.labels.length) warn(`Bitbucket pull requests have no labels: ${req.labels.join(', ')} not applied`);
+      if (req.assignees.length) warn(`Bitbucket pull requests have no assignees: ${req.assignees.join(', ')} not assigned (add them as reviewers)`);
+      const pull = await check<ServerPull>(`opening the pull request from ${req.source}`, client.POST('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests', {
+        params: { path },
+        body: { title: req.title, description: req.body, fromRef: ref(req.source), toRef: ref(req.target), draft: req.draft, reviewers: reviewers(req.reviewers) } as never,
+      }));
+      return toRequest(pull);
+    },
+    // DuplicatePullRequestException
+    settledByFinding: (error) => error instanceof RemoteError && error.status === 409,
+    async update(pr, change) {
+      const updated = await check<ServerPull>(`updating pull request #${pr.number}`, client.PUT('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests/{pullRequestId}', {
+        params: { path: { ...path, pullRequestId: String(pr.number) } },
+        body: { version: version(pr), title: change.title, description: change.body, reviewers: reviewers(pr.reviewers) } as never,
+      }));
+      pr.extra = { ...pr.extra, version: updated.version };
+    },
+    async comment(pr, body) {
+      await check(`commenting on pull request #${pr.number}`, client.POST('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests/{pullRequestId}/comments', { params: { path: { ...path, pullRequestId: String(pr.number) } }, body: { text: body } as never }));
+    },
+    async close(pr) {
+      await check(`declining pull request #${pr.number}`, client.POST('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests/{pullRequestId}/decline', { params: { path: { ...path, pullRequestId: String(pr.number) }, query: { version: String(version(pr)) } } as never }));
+    },
+    async decorate(pr, missing) {
+      if (!missing.reviewers.length) return;
+      const updated = await check<ServerPull>(`requesting reviews on pull request #${pr.number}`, client.PUT('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests/{pullRequestId}', {
+        params: { path: { ...path, pullRequestId: String(pr.number) } },
+        body: { version: version(pr), title: pr.title, description: pr.body, reviewers: reviewers([...pr.reviewers, ...missing.reviewers]) } as never,
+      }));
+      pr.extra = { ...pr.extra, version: updated.version };
+    },
+    commitUrl: (sha) => `${at.web}/commits/${sha}`,
+  };
+}

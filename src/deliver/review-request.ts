@@ -1,0 +1,372 @@
+import { LastgoodError, RemoteError, redact } from '../errors.ts';
+import type { NotesStore } from '../history/notes.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery, TreeItem } from '../repo/types.ts';
+import { reviewBranch } from './branch.ts';
+import type { GitCredentials } from './git-remote/auth.ts';
+import type { RemoteRepo } from './git-remote/remote-repo.ts';
+import type { HostCoordinates } from './providers.ts';
+
+/**
+ * Pull-request mode on the hosts whose API opens the request (GitLab, Gitea/Forgejo, Bitbucket
+ * Cloud and Data Center, Azure DevOps): what they share, beside the registry, as renovate keeps
+ * what its platforms share beside `lib/modules/platform/api.ts`. Each host folder
+ * (src/deliver/<host>/) gives a `ReviewHost`: the few API calls, in its own words.
+ *
+ * Reads and commits go through the git backend (src/deliver/git-remote/): a shallow blob-less
+ * mirror and one compare-and-swap push. The flow, the same on every host (the GitHub backend is the
+ * reference; DESIGN.md "Commits and pull requests"):
+ *
+ * 1. [FIND] the open requests into the base branch whose source branch is `lastgood/<target>/…`:
+ *    ours is the one on `lastgood/<target>/<bad12>`, or the one whose description carries the
+ *    hidden marker. One listing serves finding ours and, later, the superseded ones.
+ * 2. [UPDATE] ours exists: its branch moves only when the planned tree differs (and only from the
+ *    value read), title and description follow the plan, a comment says when the evidence changed.
+ * 3. [CREATE] otherwise: push the branch, open the request with labels, reviewers and assignees in
+ *    the same call where the host takes them. "Already exists" (another run got there first), or a
+ *    create whose answer was lost, is settled by finding it again.
+ * 4. [DECORATE] labels, reviewers and assignees the request still lacks are added, computed from
+ *    the request as the host shows it: so they are applied exactly once whether or not this process
+ *    saw the create's answer (the rule issue 19 asks of the GitHub backend).
+ * 5. [SUPERSEDE] the target's requests for older failures (their bad commit an ancestor of this
+ *    one's) are closed, with a comment linking
+ *    this one: when it is opened, and on every later run that still finds one open (a run that
+ *    lost the create's answer, or stopped, leaves the system converging).
+ *
+ * A request that cannot be opened (a refusal, a permission) leaves nothing half-made: the branch
+ * this run pushed for it is deleted again (compare-and-swap: only if it still holds our commit).
+ */
+
+/** An open review request as a host shows it. */
+export interface HostRequest {
+  /** GitLab iid, Gitea index, Bitbucket id, Azure DevOps pullRequestId */
+  number: number;
+  url: string;
+  source: string;
+  target: string;
+  title: string;
+  body: string;
+  labels: string[];
+  /** user names (GitLab/Gitea usernames, Bitbucket nicknames or account ids, Azure DevOps unique names) */
+  reviewers: string[];
+  assignees: string[];
+  /** what else the host needs to change it (GitLab replaces reviewer lists by user id) */
+  extra?: Record<string, unknown>;
+}
+
+export interface OpenRequest {
+  source: string;
+  target: string;
+  title: string;
+  body: string;
+  draft: boolean;
+  labels: string[];
+  reviewers: string[];
+  assignees: string[];
+}
+
+export interface Decoration {
+  labels: string[];
+  reviewers: string[];
+  assignees: string[];
+}
+
+/**
+ * A commit the host makes itself (GitLab's Commits API with `actions`): branch `branch` (re)made at
+ * `startSha` plus the actions, atomically, without a clone or a push.
+ */
+export interface ApiCommit {
+  branch: string;
+  startSha: string;
+  message: string;
+  author: Pick<Person, 'name' | 'email'>;
+  actions: Array<{ action: 'create' | 'update' | 'delete'; path: string; content?: string; executable?: boolean }>;
+}
+
+/** One host's API, as the flow needs it. Errors are RemoteErrors in the host's own words. */
+export interface ReviewHost {
+  readonly system: RemoteError['system'];
+  /** "GitLab", "Gitea", … for messages */
+  readonly name: string;
+  /** what the host calls it: "merge request" (GitLab), "pull request" */
+  readonly noun: string;
+  readonly coordinates: HostCoordinates;
+  /** API requests sent so far (the benches report them per revert) */
+  readonly requests: number;
+  /** open requests into `target` whose source branch starts with `prefix` */
+  listOpen(target: string, prefix: string): Promise<HostRequest[]>;
+  /**
+   * `lastgood log` (reads only): requests into `query.base` whose source branch starts with
+   * `query.branchPrefix`, in any state, newest update first, paged only as far back as
+   * `query.since` (open ones always). A host without it shows lastgood's review branches instead.
+   */
+  listRequests?(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
+  /** opens a request; what the host's create call takes of `labels`, `reviewers`, `assignees` goes with it */
+  create(req: OpenRequest, warn: (m: string) => void): Promise<HostRequest>;
+  /** the create failed because the request exists already (another run), or its answer may have been lost */
+  settledByFinding(error: unknown): boolean;
+  update(pr: HostRequest, change: { title: string; body: string }): Promise<void>;
+  comment(pr: HostRequest, body: string): Promise<void>;
+  close(pr: HostRequest): Promise<void>;
+  /** adds to `pr` what it lacks of `want` (never what it has); warnings for names the host does not know */
+  decorate(pr: HostRequest, want: Decoration, warn: (m: string) => void): Promise<void>;
+  /** asks the host to merge once its rules allow (auto-merge); a warning when it refuses */
+  autoMerge?(pr: HostRequest, warn: (m: string) => void): Promise<void>;
+  commitUrl(sha: string): string;
+  /** refuses, before anything is written, credentials that cannot open requests (GitLab's CI job token) */
+  checkCanOpen?(): void;
+  /** a host that can write the review branch's commit through its API: the new commit's id */
+  commitBranch?(commit: ApiCommit): Promise<string>;
+}
+
+/** What a host folder's `open…(opts)` is given (src/deliver/open-review.ts). */
+export interface HostOpenOptions {
+  coordinates: HostCoordinates;
+  credentials: GitCredentials | undefined;
+  /** the config file, for errors that point at repo.auth */
+  configFile?: string;
+  maxRetries?: number;
+  retryUnitMs?: number;
+  onWarning?: (message: string) => void;
+}
+
+/** `<!-- lastgood:target=<t> bad=<sha> -->`, as the GitHub backend writes it (github.ts pullRequestMarker): finds the request again whatever its branch. */
+export function requestMarker(change: Pick<Change, 'target' | 'bad'>): string {
+  return `<!-- lastgood:target=${change.target} bad=${change.bad[0] ?? 'unknown'} -->`;
+}
+
+const stripMarker = (body: string) => body.replace(/<!-- lastgood:[^>]*-->/g, '').trim();
+
+const without = (have: string[], want: string[]) => {
+  const present = new Set(have.map((x) => x.toLowerCase()));
+  return [...new Set(want)].filter((x) => !present.has(x.toLowerCase()));
+};
+
+/** What `pr` still lacks of `want` (case-insensitive names): the only thing a decorate call may add. */
+export function missingDecoration(pr: Pick<HostRequest, 'labels' | 'reviewers' | 'assignees'>, want: Decoration): Decoration {
+  return { labels: without(pr.labels, want.labels), reviewers: without(pr.reviewers, want.reviewers), assignees: without(pr.assignees, want.assignees) };
+}
+
+export interface ReviewRequestRepoOptions {
+  git: RemoteRepo;
+  host: ReviewHost;
+  /** the branch reverts go to (repo.branch): where superseded requests are looked for */
+  baseBranch: string;
+  /**
+   * how a new review branch's commit is written: `git` (default, a push: a compare-and-swap on the
+   * branch, commits signed with repo.signing) or `api` (the host's commit API where it has one,
+   * GitLab's). Measured in bench/review-hosts.bench.ts: the API saves two git requests for one API
+   * request, in the same time, but cannot say which head it expects on an existing branch (GitLab's
+   * `force` overwrites), so the push stays the default.
+   */
+  commits?: 'git' | 'api';
+  onWarning?: (message: string) => void;
+}
+
+/** A RepoBackend for a host with a review-request API: git for reads and commits, the host for requests. */
+export class ReviewRequestRepo implements RepoBackend {
+  readonly kind: string;
+  readonly description: string;
+  readonly git: RemoteRepo;
+  readonly host: ReviewHost;
+  private readonly baseBranch: string;
+  private readonly commits: 'git' | 'api';
+  private readonly onWarning: ((message: string) => void) | undefined;
+
+  constructor(opts: ReviewRequestRepoOptions) {
+    this.git = opts.git;
+    this.host = opts.host;
+    this.baseBranch = opts.baseBranch;
+    this.commits = opts.commits ?? 'git';
+    this.kind = opts.host.coordinates.provider;
+    this.description = opts.git.description;
+    this.onWarning = opts.onWarning;
+    const host = opts.host;
+    if (host.listRequests) this.reviewRequests = (query) => host.listRequests!(query);
+  }
+
+  // ---- RepoReader: the git mirror -------------------------------------------------------------
+
+  head(branch: string): Promise<string> {
+    return this.git.head(branch);
+  }
+  resolveCommit(shaOrPrefix: string): Promise<string | undefined> {
+    return this.git.resolveCommit(shaOrPrefix);
+  }
+  readCommit(oid: string): Promise<CommitInfo> {
+    return this.git.readCommit(oid);
+  }
+  listFiles(commit: string, paths: string[]): Promise<Map<string, FileEntry>> {
+    return this.git.listFiles(commit, paths);
+  }
+  pathOid(commit: string, path: string): Promise<string | undefined> {
+    return this.git.pathOid(commit, path);
+  }
+  readBlob(oid: string): Promise<Uint8Array> {
+    return this.git.readBlob(oid);
+  }
+  readTree(oid: string): Promise<TreeItem[]> {
+    return this.git.readTree(oid);
+  }
+  isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    return this.git.isAncestor(ancestor, descendant);
+  }
+  notes(): NotesStore {
+    return this.git.notes();
+  }
+  /** RepoBackend.branches: the host's branches, through git (the review branches, for `lastgood log` where the host cannot list requests) */
+  branches(prefix: string): Promise<Map<string, string>> {
+    return this.git.branches(prefix);
+  }
+  /** RepoBackend.reviewRequests, where the host implements listRequests (set in the constructor: a backend without it has no such method) */
+  readonly reviewRequests?: (query: ReviewRequestQuery) => Promise<ReviewRequest[]>;
+  commitUrl(sha: string): string {
+    return this.host.commitUrl(sha);
+  }
+  close(): void {
+    this.git.close();
+  }
+
+  // ---- delivery --------------------------------------------------------------------------------
+
+  async deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult> {
+    if (mode === 'commit') return this.git.deliver(change, 'commit');
+    return this.deliverRequest(change);
+  }
+
+  private async deliverRequest(change: Change): Promise<DeliveryResult> {
+    this.host.checkCanOpen?.();
+    const spec: PullRequestSpec = change.pullRequest ?? { title: change.message.split('\n')[0] ?? 'lastgood revert', body: change.message, labels: [], reviewers: [], assignees: [], draft: false, autoMerge: false };
+    const branch = reviewBranch(change);
+    const marker = requestMarker(change);
+    // a token must never reach a request, even if some evidence text carried one
+    const title = redact(spec.title);
+    const body = `${redact(spec.body).trimEnd()}\n\n${marker}\n`;
+    const want: Decoration = { labels: spec.labels, reviewers: spec.reviewers, assignees: spec.assignees };
+    const warnings: string[] = [];
+    const warn = (m: string) => {
+      const clean = redact(m);
+      warnings.push(clean);
+      this.onWarning?.(clean);
+    };
+    const prefix = `lastgood/${change.target}/`;
+    const mine = (open: HostRequest[]) => open.find((p) => p.source === branch) ?? open.find((p) => p.body.includes(marker));
+
+    // [FIND]
+    const open = await this.host.listOpen(change.branch, prefix);
+    const existing = mine(open);
+    if (existing) {
+      // [UPDATE]
+      const pushed = await this.git.pushReviewBranch(change, existing.source);
+      const evidenceChanged = stripMarker(existing.body) !== stripMarker(body);
+      if (existing.title !== title || evidenceChanged) await this.host.update(existing, { title, body });
+      if (evidenceChanged) {
+        await this.host.comment(existing, `lastgood saw new evidence for this revert and updated the description.${pushed.created ? ` The branch now points at ${pushed.commit}.` : ''}`);
+      }
+      await this.host.decorate(existing, missingDecoration(existing, want), warn);
+      await this.supersede(open, existing, change);
+      return this.result(pushed.commit, existing, false, warnings);
+    }
+
+    // [CREATE]
+    const pushed = await this.writeReviewBranch(change, branch);
+    let request: HostRequest | undefined;
+    let created = true;
+    for (let attempt = 0; !request; attempt++) {
+      try {
+        request = await this.host.create({ source: branch, target: change.branch, title, body, draft: spec.draft, ...want }, warn);
+      } catch (error) {
+        const unanswered = isUnanswered(error);
+        // another run opened it, or ours landed and its answer was lost: the request as the host shows it decides what is left to add
+        const found = unanswered || this.host.settledByFinding(error) ? mine(await this.host.listOpen(change.branch, prefix)) : undefined;
+        if (found) {
+          request = found;
+          created = false;
+        } else if (!(unanswered && attempt === 0)) {
+          // nothing half-made: the branch pushed for a request that could not be opened goes again
+          if (pushed.created) await this.git.deleteBranch(branch, pushed.commit).catch(() => false);
+          throw error instanceof LastgoodError ? error : new RemoteError(this.host.system, `opening the ${this.host.noun} from ${branch}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+        }
+        // not there: the create failed before it was applied, once more
+      }
+    }
+    // [DECORATE] only what the request lacks, as the host shows it
+    await this.host.decorate(request, missingDecoration(request, want), warn);
+    // [SUPERSEDE] also when this run found the request after losing the create's answer: a rerun converges
+    await this.supersede(open, request, change);
+    if (created && spec.autoMerge) {
+      if (this.host.autoMerge) await this.host.autoMerge(request, warn);
+      else warn(`pullRequest.autoMerge: lastgood does not set auto-merge on ${this.host.name}; merge ${request.url} when its checks pass`);
+    }
+    return this.result(pushed.commit, request, created, warnings);
+  }
+
+  /**
+   * Closes the target's other open requests for older failures (their bad commit is an ancestor of
+   * this one's), each with a comment linking `current`. A request for a newer failure is left alone:
+   * a run on stale evidence must not close it.
+   */
+  private async supersede(open: HostRequest[], current: HostRequest, change: Change): Promise<void> {
+    const prefix = `lastgood/${change.target}/`;
+    const bad = change.bad[0];
+    for (const older of open) {
+      if (older.number === current.number || older.source === current.source || !bad) continue;
+      const olderBad = older.source.startsWith(prefix) ? await this.resolveCommit(older.source.slice(prefix.length)) : undefined;
+      if (!olderBad || olderBad === bad || !(await this.isAncestor(olderBad, bad))) continue;
+      await this.host.comment(older, `Superseded by ${current.url}: a newer failure of \`${change.target}\` (${change.bad[0]?.slice(0, 12) ?? 'unknown'}) needs its own revert. Closing this one. (lastgood)`);
+      await this.host.close(older);
+    }
+  }
+
+  /** The new review branch: pushed, or (commits: api, and the host can) made by the host's commit API. */
+  private async writeReviewBranch(change: Change, branch: string): Promise<{ commit: string; branch: string; created: boolean }> {
+    if (this.commits !== 'api' || !this.host.commitBranch) return this.git.pushReviewBranch(change, branch);
+    const actions: ApiCommit['actions'] = [];
+    for (const f of change.files) {
+      if ('delete' in f) {
+        actions.push({ action: 'delete', path: f.path });
+        continue;
+      }
+      // a symlink or a submodule is no file content: git writes those
+      if (f.mode !== '100644' && f.mode !== '100755') return this.git.pushReviewBranch(change, branch);
+      const content = 'content' in f ? f.content : await this.git.readBlob(f.oid);
+      const exists = (await this.git.pathOid(change.parent, f.path)) !== undefined;
+      actions.push({ action: exists ? 'update' : 'create', path: f.path, content: Buffer.from(content).toString('base64'), executable: f.mode === '100755' });
+    }
+    const commit = await this.host.commitBranch({ branch, startSha: change.parent, message: redact(change.message), author: change.author, actions });
+    return { commit, branch, created: true };
+  }
+
+  private result(commit: string, request: HostRequest, created: boolean, warnings: string[]): DeliveryResult {
+    return { commit, branch: request.source, pullRequest: { url: request.url, number: request.number }, created, ...(warnings.length ? { warnings } : {}) };
+  }
+
+  /** RepoBackend: closes the target's open revert requests whose bad commit the healthy revision contains. */
+  async closeSupersededReverts(target: string, healthyRevision: string): Promise<number[]> {
+    const prefix = `lastgood/${target}/`;
+    const base = this.baseBranch;
+    const closed: number[] = [];
+    for (const pr of await this.host.listOpen(base, prefix)) {
+      const bad = await this.resolveCommit(pr.source.slice(prefix.length));
+      if (!bad || bad === healthyRevision || !(await this.isAncestor(bad, healthyRevision))) continue;
+      await this.host.comment(pr, `A newer healthy revision (${healthyRevision}) of \`${target}\` landed, so this revert is no longer needed: closing it. (lastgood)`);
+      await this.host.close(pr);
+      closed.push(pr.number);
+    }
+    return closed;
+  }
+
+}
+
+/** A create whose answer did not come (5xx, a dropped connection): it may or may not have been applied. */
+function isUnanswered(error: unknown): boolean {
+  if (!(error instanceof RemoteError)) return false;
+  return error.status === undefined || error.status >= 500;
+}
+
+/** A host answer's status and words, for RemoteErrors that say what to fix. */
+export function hostFailure(system: RemoteError['system'], what: string, status: number | undefined, words: string, hint?: string): RemoteError {
+  const text = words.trim() || 'no message';
+  if (status === 401) return new RemoteError(system, `${what}: the host rejected the credentials (401 ${text}): they are invalid, expired or revoked${hint ? `; ${hint}` : ''}`, { status });
+  return new RemoteError(system, `${what} failed (${status ?? 'no answer'} ${text})${hint ? `: ${hint}` : ''}`, { status });
+}
+

@@ -1,0 +1,93 @@
+/** The change a revert writes: its files (revert, restore, freeze edits) and its message. */
+import { RevertImpossible } from '../errors.ts';
+import { revertInput, type Located } from '../history/locate.ts';
+import type { Change, FileChange, Person } from '../repo/types.ts';
+import { commitMessage } from '../revert/message.ts';
+import { planRestore } from '../revert/restore.ts';
+import { planRevert } from '../revert/threeway.ts';
+import { planFreeze } from '../revert/freeze.ts';
+import type { TargetOutcome, RevertOptions } from './types.ts';
+
+export function messageInput(opts: RevertOptions, located: Located, planned?: Planned, checked?: TargetOutcome['checked']) {
+  return {
+    target: opts.target.name,
+    paths: opts.target.paths,
+    strategy: planned?.strategy ?? (opts.target.strategy === 'restore' ? ('restore' as const) : ('revert' as const)),
+    verdict: opts.verdict,
+    located,
+    notes: [...(planned?.notes ?? []), ...new Set(opts.verdict.evidence.flatMap((e) => e.notes ?? []))],
+    frozen: planned?.frozen ?? [],
+    rejected: planned?.rejected ?? [],
+    reason: opts.reason,
+    now: opts.now,
+    ...(checked ? { checked } : {}),
+  };
+}
+
+export interface Planned {
+  files: FileChange[];
+  strategy: 'revert' | 'restore';
+  /** the freeze edits' files */
+  freezeFiles: string[];
+  frozen: string[];
+  rejected: string[];
+  /** what a person should know about how the plan was made (a fallback, a skipped freeze edit) */
+  notes: string[];
+}
+
+/**
+ * The files of the change: `revert` undoes exactly the bad commits (3-way); `restore` sets the
+ * target paths to their tree at the last-known-good; `revert-or-restore` restores only when the
+ * revert conflicts. Then the freeze edits, which may lie outside the target paths.
+ */
+async function planFiles(opts: RevertOptions, head: string, located: Located): Promise<Planned> {
+  const { repo, target } = opts;
+  const restore = () => planRestore(repo, { head, lastKnownGood: located.lastKnownGood, paths: target.paths });
+  const planned: Planned = { files: [], strategy: 'revert', freezeFiles: [], frozen: [], rejected: [], notes: [] };
+  if (target.strategy === 'restore' || located.bad.length === 0) {
+    planned.files = await restore();
+    planned.strategy = 'restore';
+  } else {
+    try {
+      planned.files = (await planRevert(repo, { head, ...revertInput(located, target.paths) })).files;
+    } catch (error) {
+      if (!(error instanceof RevertImpossible) || target.strategy !== 'revert-or-restore') throw error;
+      planned.files = await restore();
+      planned.strategy = 'restore';
+      planned.notes.push(`the revert conflicted (${error.message}); restored the last-known-good instead (strategy revert-or-restore)`);
+    }
+  }
+  if (target.freeze === 'auto' && planned.files.length > 0) {
+    const badImages = [...new Set(opts.verdict.evidence.filter((e) => e.state === 'failed').flatMap((e) => e.attempted?.images ?? []))];
+    const freeze = await planFreeze(repo, { head, paths: target.paths, badImages, badCommits: located.bad, mode: 'auto' });
+    const taken = new Set(planned.files.map((f) => f.path));
+    for (const f of freeze.files) {
+      // the revert's own content wins inside the target paths; the freeze edit of that file is left out and said
+      if (taken.has(f.path)) planned.notes.push(`freeze edit of ${f.path} left out: the revert changes that file`);
+      else {
+        planned.files.push(f);
+        planned.freezeFiles.push(f.path);
+      }
+    }
+    planned.frozen.push(...freeze.frozen, ...freeze.warnings.map((w) => `not frozen: ${w}`));
+    planned.rejected.push(...freeze.rejected);
+  }
+  return planned;
+}
+
+export async function plan(opts: RevertOptions, head: string, located: Located): Promise<{ change: Change; planned: Planned }> {
+  const planned = await planFiles(opts, head, located);
+  const author: Person = { ...opts.config.repo.author, timestamp: Math.floor(opts.now.getTime() / 1000), timezoneOffset: 0 };
+  const change: Change = {
+    target: opts.target.name,
+    branch: opts.config.repo.branch,
+    paths: opts.target.paths,
+    parent: head,
+    files: planned.files,
+    message: commitMessage(messageInput(opts, located, planned)),
+    author,
+    bad: located.bad.map((c) => c.oid),
+    lastKnownGood: located.lastKnownGood,
+  };
+  return { change, planned };
+}

@@ -1,0 +1,235 @@
+/** A revert: locate the bad commits (or take a person's), plan, verify against what the engine builds, deliver. */
+import type { ResolvedTarget } from '../config/schema.ts';
+import { evidenceFor, verdictFor } from '../decide/verdict.ts';
+import { InputError, RevertImpossible, StaleHeadError } from '../errors.ts';
+import { changedFiles, firstParentLog } from '../history/graph.ts';
+import { blastRadius } from '../revert/blast-radius.ts';
+import { locate, type Located } from '../history/locate.ts';
+import { lastgoodTarget, revertedBy } from '../history/trailers.ts';
+import type { RepoBackend } from '../repo/types.ts';
+import { diffChange, diffStat, unifiedDiff } from '../revert/diff.ts';
+import { commitMessage, lkgPhrase, pullRequestText } from '../revert/message.ts';
+import { modelTarget, type TargetModeler } from '../model/index.ts';
+import { describeVerification, verifyPlan } from '../verify/model-check.ts';
+import { renderCheck, rendererFor } from '../verify/render-check.ts';
+import type { TargetOutcome, Report, RevertOptions, PersonRevertOptions } from './types.ts';
+import { baseOutcome } from './outcome.ts';
+import { selectTargets } from './check.ts';
+import { commitLinks, hookBefore, notifyOutcomes } from './effects.ts';
+import { messageInput, plan } from './plan.ts';
+
+/** `lastgood revert`: a person decided; locate (or take --bad/--to), plan and deliver. */
+export async function revertTarget(opts: RevertOptions): Promise<Report> {
+  const outcome = baseOutcome(opts.verdict, { action: 'revert', reason: opts.reason ? `requested: ${opts.reason}` : 'requested by a person' });
+  await revertInto(outcome, opts);
+  await notifyOutcomes({ targets: [outcome] }, opts);
+  return { targets: [outcome] };
+}
+
+/**
+ * A person's explicit revert, whichever door it comes through (`lastgood revert`, the Action's
+ * `bad` input on a workflow_dispatch). A person decided, so the automatic guards — confirmations,
+ * policy waits, maxAge, cooldown, settle, freeze and hold — do not hold it back: decide is not
+ * asked. The blast-radius guard still does (revertInto), and so does "no revert of a revert".
+ * The bad commit is named (`bad`), or located from the observed objects as `run` would.
+ */
+export async function personRevert(opts: PersonRevertOptions): Promise<Report> {
+  const [target] = selectTargets(opts.config, opts.target);
+  if (!opts.bad && opts.observed.length === 0) throw new InputError('a revert by hand needs the bad commit, or the cluster state to locate it from');
+  const verdict = verdictFor(target!, evidenceFor(target!, opts.observed, opts.now), opts.now);
+  return revertTarget({ ...opts, target: target!, verdict });
+}
+
+const MAX_REPLANS = 3;
+
+export async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<void> {
+  const { repo, target, log } = opts;
+  const branch = opts.config.repo.branch;
+  // what the engine reads for the target (src/model): locate names the commits that changed it, verify checks the plan against it
+  const model: TargetModeler = modelTarget({ reader: repo, target, observed: opts.observed });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const head = await repo.head(branch);
+      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
+      if (!opts.bad) await preferVerified(repo, located, target);
+      outcome.bad = located.bad.map((c) => c.oid);
+      outcome.lastKnownGood = located.lastKnownGood;
+      outcome.verified = located.verified;
+      outcome.lkg = lkgPhrase(located);
+      outcome.explanation = located.explanation;
+      log.info({ target: target.name, revision: located.bad[0]?.oid, lastKnownGood: located.lastKnownGood }, 'located bad revision');
+
+      const existing = located.alreadyRevertedBy ?? (await findExistingRevert(repo, head, target, located));
+      if (existing) {
+        outcome.commit = existing;
+        outcome.created = false;
+        outcome.reason = `${outcome.reason}; already reverted by ${existing.slice(0, 12)}`;
+        return;
+      }
+      const { change, planned } = await plan(opts, head, located);
+      if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
+      if (change.files.length === 0) {
+        outcome.created = false;
+        outcome.reason = planned.strategy === 'restore'
+          ? `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`
+          : `${outcome.reason}; the bad commits' changes are already undone on ${branch}: nothing to write`;
+        return;
+      }
+      const diffs = await diffChange(repo, head, change.files);
+      outcome.diffStat = diffStat(diffs);
+      outcome.message = change.message;
+      const refused = blastRadius({
+        files: change.files,
+        before: await repo.listFiles(head, target.paths),
+        paths: target.paths,
+        strategy: planned.strategy,
+        touched: located.touched,
+        freezeFiles: planned.freezeFiles,
+        ...target.blastRadius,
+      });
+      if (refused.length > 0) {
+        // refused whatever the plan's reasons: the plan is shown, nothing is written
+        outcome.action = 'alert';
+        outcome.reason = `refused by the blast-radius guard: ${refused.join('; ')}; nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        return;
+      }
+      // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
+      const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
+      if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
+      if (!verification.refused) {
+        outcome.checked = { summary: describeVerification(verification) };
+        // the commit says what it was checked against
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
+      if (verification.refused) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        return;
+      }
+      // where a kustomize exists: render head, after and last-known-good as the engine builds them
+      const rendered = await renderCheck({
+        reader: repo, renderer: await rendererFor(opts.config.render?.kustomize), models: verification.models, files: change.files,
+        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}),
+      });
+      if ('refused' in rendered) {
+        outcome.action = 'alert';
+        outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
+        outcome.diff = unifiedDiff(diffs);
+        if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
+        return;
+      }
+      if ('skipped' in rendered) outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+      else {
+        outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
+        if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
+        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+        outcome.message = change.message;
+      }
+      const mode = opts.mode ?? target.mode;
+      if (mode === 'pull-request') {
+        const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
+        change.pullRequest = { ...pr, ...opts.config.pullRequest };
+      }
+      if (opts.dryRun) {
+        outcome.diff = unifiedDiff(diffs);
+        outcome.reason = `${outcome.reason}; dry run: ${opts.hook ? 'hook not run, ' : ''}nothing written`;
+        return;
+      }
+      if (opts.hook && !(await hookBefore(outcome, opts.hook, opts))) return;
+      const result = await repo.deliver(change, mode);
+      outcome.commit = result.commit;
+      outcome.branch = result.branch;
+      outcome.created = result.created;
+      if (result.pullRequest) outcome.pullRequest = result.pullRequest.url;
+      // what did not stop the delivery but a person should know (an edit kept in the work tree, a
+      // reviewer not requested, an unsigned REST fallback, where to open the merge request)
+      if (result.warnings?.length) outcome.notes = [...(outcome.notes ?? []), ...result.warnings];
+      log.info({ target: target.name, revision: located.bad[0]?.oid, commit: result.commit, created: result.created }, 'delivered revert');
+      return;
+    } catch (error) {
+      if (error instanceof StaleHeadError && attempt < MAX_REPLANS) {
+        log.warn({ target: target.name, head: error.head }, 'branch moved while planning; planning again');
+        continue;
+      }
+      if (error instanceof RevertImpossible) {
+        outcome.action = 'alert';
+        outcome.reason = `revert impossible: ${error.message}${error.details.length ? ` (${error.details.join('; ')})` : ''}`;
+        return;
+      }
+      throw error;
+    }
+  }
+}
+
+/** The commits lastgood recorded healthy for a target (where the backend keeps records). */
+async function verifiedCommits(repo: RepoBackend, target: string): Promise<string[]> {
+  const store = repo.notes?.();
+  return store ? (await store.list(target)).map((r) => r.commit) : [];
+}
+
+/**
+ * Verified last-known-good (git notes): the newest commit before the first bad one that lastgood
+ * observed healthy for this target. Where its target paths equal those before the first bad
+ * commit, the LKG is simply verified; where unverified commits lie in between, `restore` goes back
+ * to the verified one, and `revert` (which undoes only the bad commits) says so.
+ */
+async function preferVerified(repo: RepoBackend, located: Located, target: ResolvedTarget): Promise<void> {
+  const store = repo.notes?.();
+  if (!store || located.alreadyRevertedBy) return;
+  const records = await store.list(target.name);
+  if (records.length === 0) return;
+  const verified = await newestRecorded(repo, located.lastKnownGood, new Set(records.filter((r) => r.target === target.name).map((r) => r.commit)));
+  if (!verified) return;
+  const between = await firstParentLog(repo, located.lastKnownGood, { paths: target.paths, exclude: verified });
+  if (between.length === 0) {
+    // the target paths are the same at the verified commit and before the first bad one
+    located.verified = true;
+    located.explanation += `; last-known-good verified by the record on ${verified.slice(0, 12)}`;
+  } else if (target.strategy === 'restore') {
+    located.lastKnownGood = verified;
+    located.verified = true;
+    located.explanation += `; restoring the newest verified revision ${verified.slice(0, 12)} (${between.length} unverified commit${between.length === 1 ? '' : 's'} to these paths after it are undone too)`;
+  } else {
+    located.explanation += `; the newest verified revision is ${verified.slice(0, 12)}, ${between.length} unverified commit${between.length === 1 ? '' : 's'} to these paths after it are kept`;
+  }
+}
+
+/** The newest first-parent commit from `from` (the last-known-good, inclusive) that has a record: the walk stops there (at most 1,000 commits). */
+async function newestRecorded(repo: RepoBackend, from: string, recorded: Set<string>): Promise<string | undefined> {
+  let oid: string | undefined = from;
+  for (let n = 0; oid && n < 1000 && recorded.size > 0; n++) {
+    if (recorded.has(oid)) return oid;
+    oid = (await repo.readCommit(oid)).parents[0];
+  }
+  return undefined;
+}
+
+/** Idempotency: a lastgood commit for this target that already reverts the newest bad commit. */
+async function findExistingRevert(repo: RepoBackend, head: string, target: ResolvedTarget, located: Located): Promise<string | undefined> {
+  const newestBad = located.bad[0];
+  if (!newestBad) return undefined;
+  // the branch's commits since the bad one, read for their trailers only (no tree is read)
+  const since = await firstParentLog(repo, head, { exclude: newestBad.oid, limit: 1000 });
+  return since.find((c) => lastgoodTarget(c.message) === target.name && revertedBy(c.message).includes(newestBad.oid))?.oid;
+}
+
+/** `--bad SHA [--to SHA]`: the person names the bad commit and, optionally, what to go back to. */
+async function namedCommits(repo: RepoBackend, head: string, paths: string[], badSha: string, toSha?: string): Promise<Located> {
+  const bad = await repo.resolveCommit(badSha);
+  if (!bad) throw new InputError(`--bad ${badSha}: no such commit in the repository`);
+  if (!(await repo.isAncestor(bad, head))) throw new InputError(`--bad ${badSha}: not on the configured branch`);
+  const commit = await repo.readCommit(bad);
+  if (lastgoodTarget(commit.message)) throw new RevertImpossible(`${bad} is a lastgood revert: lastgood never reverts a revert`);
+  const to = toSha ? await repo.resolveCommit(toSha) : commit.parents[0];
+  if (!to) throw new InputError(toSha ? `--to ${toSha}: no such commit in the repository` : `${bad} is the first commit: there is nothing to go back to`);
+  const touched = (await changedFiles(repo, commit.parents[0], commit.oid, paths)).map((d) => d.path);
+  return {
+    bad: [commit], later: [], lastKnownGood: to, verified: false, how: 'named',
+    explanation: `named by a person (--bad ${bad.slice(0, 12)}${toSha ? ` --to ${to.slice(0, 12)}` : ''})`,
+    revert: { kind: 'commits', steps: [{ base: commit.oid, theirs: commit.parents[0] }] },
+    touched,
+  };
+}
