@@ -116,12 +116,12 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules): Pro
       const known = view.memo.get(key) as Found | undefined;
       if (known) return known;
       const out: Found = [];
-      const entries = [...(await view.entriesOf(oid))].sort(([a], [b]) => (a < b ? -1 : 1));
+      const entries = [...(await view.entriesOf(oid, sub))].sort(([a], [b]) => (a < b ? -1 : 1));
       for (const [name, e] of entries) {
         const path = sub ? `${sub}/${name}` : name;
         if (e.mode === '120000' || rules.ignored?.(path, e.type === 'tree')) continue;
         if (e.type === 'tree') {
-          if (hasKustomization(await view.entriesOf(e.oid))) out.push({ rel: name, bad: false });
+          if (hasKustomization(await view.entriesOf(e.oid, path))) out.push({ rel: name, bad: false });
           else for (const f of await walk(path, e.oid)) out.push({ rel: `${name}/${f.rel}`, bad: f.bad });
           continue;
         }

@@ -507,7 +507,7 @@ export async function prefetchGraph(view: TreeView, dir: string): Promise<void> 
     for (const d of level) {
       const tree = await view.treeOidAt(d);
       if (tree === undefined) continue;
-      const entries = await view.entriesOf(tree);
+      const entries = await view.entriesOf(tree, d);
       for (const name of KUSTOMIZATION_FILES) {
         const e = entries.get(name);
         if (e?.type === 'blob' && e.mode !== '120000') found.push({ dir: d, oid: e.oid });

@@ -95,6 +95,8 @@ export class Lru<K, V> {
 interface ReadTree {
   items: TreeItem[];
   byName: Map<string, TreeEntry>;
+  /** the first name git refuses (`..`, `.git`): refused whenever the tree is used, naming the folder it was reached as */
+  refused?: string;
 }
 
 /** Trees kept per reader (every revision shares the unchanged ones): a 50,000-file revision has about 10,000. */
@@ -125,23 +127,30 @@ export class ObjectCache {
   private read(oid: string, under = ''): Promise<ReadTree> {
     let p = this.trees.get(oid);
     if (!p) {
-      p = readCheckedTree(this.reader, oid, under).then((items) => {
+      p = readCheckedTree(this.reader, oid, under).then((items): ReadTree => {
         // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
         const byName = new Map<string, TreeEntry>();
         for (const e of items) byName.set(e.path, e as TreeItem & TreeEntry);
-        return { items, byName };
+        const refused = refusedName(items);
+        return refused === undefined ? { items, byName } : { items, byName, refused };
       });
       this.trees.set(oid, p);
       p.catch(() => this.trees.delete(oid));
     }
     return p;
   }
+  /** A tree's entries; a name git itself refuses (`..`, `.git`) is bad repository input naming `under`, its folder, as the tree walk says it. */
   async tree(oid: string, under = ''): Promise<TreeItem[]> {
-    return (await this.read(oid, under)).items;
+    return (await this.checked(oid, under)).items;
   }
-  /** A tree's entries by name (shared: never change the map); `under`: its folder, for an error naming it. */
+  /** A tree's entries by name (shared: never change the map); refused names as `tree` says. */
   async index(oid: string, under = ''): Promise<Map<string, TreeEntry>> {
-    return (await this.read(oid, under)).byName;
+    return (await this.checked(oid, under)).byName;
+  }
+  private async checked(oid: string, under: string): Promise<ReadTree> {
+    const t = await this.read(oid, under);
+    if (t.refused !== undefined) checkEntryName(t.refused, under);
+    return t;
   }
   blob(oid: string): Promise<Uint8Array> {
     const known = this.blobs.get(oid);
@@ -176,8 +185,19 @@ async function readCheckedTree(reader: RepoReader, oid: string, under: string): 
     if (e?.code === 'UnsafeFilepathError') checkEntryName(e.data?.filepath ?? '..', under);
     throw error;
   }
-  for (const e of entries) checkEntryName(e.path, under);
   return entries;
+}
+
+/** The first entry name git refuses (checkEntryName), if any. */
+function refusedName(items: TreeItem[]): string | undefined {
+  for (const e of items) {
+    try {
+      checkEntryName(e.path, '');
+    } catch {
+      return e.path;
+    }
+  }
+  return undefined;
 }
 
 interface OverlayFile {
@@ -273,8 +293,10 @@ export class TreeView {
       for (const p of [...this.written.keys(), ...this.deleted]) if (p === d || p.startsWith(prefix)) return undefined;
     }
     let oid = this.root;
+    let at = '';
     for (const part of d ? d.split('/') : []) {
-      const e = (await this.cache.index(oid)).get(part);
+      const e = (await this.cache.index(oid, at)).get(part);
+      at = at ? `${at}/${part}` : part;
       if (!e || e.type !== 'tree') return undefined;
       oid = e.oid;
     }
@@ -292,8 +314,8 @@ export class TreeView {
   }
 
   /** The entries of a tree by oid, recording nothing: for a walk memoised by that oid (its caller recorded the oid). */
-  entriesOf(treeOid: string): Promise<Map<string, TreeEntry>> {
-    return this.cache.index(treeOid);
+  entriesOf(treeOid: string, dir = ''): Promise<Map<string, TreeEntry>> {
+    return this.cache.index(treeOid, dir);
   }
 
   /**
@@ -323,20 +345,20 @@ export class TreeView {
   async prefetch(dir: string, kind: string, wanted: (name: string) => boolean): Promise<void> {
     const reader = this.cache.reader;
     if (!reader.prefetch || this.changed) return;
-    const walk = async (oid: string): Promise<string[]> => {
+    const walk = async (oid: string, at: string): Promise<string[]> => {
       const key = `prefetch|${kind}|${oid}`;
       const known = this.cache.memo.get(key) as string[] | undefined;
       if (known) return known;
       const out: string[] = [];
-      for (const [name, e] of await this.cache.index(oid)) {
-        if (e.type === 'tree') out.push(...(await walk(e.oid)));
+      for (const [name, e] of await this.cache.index(oid, at)) {
+        if (e.type === 'tree') out.push(...(await walk(e.oid, at ? `${at}/${name}` : name)));
         else if (e.type === 'blob' && e.mode !== SYMLINK && wanted(name)) out.push(e.oid);
       }
       this.cache.memo.set(key, out);
       return out;
     };
     const oid = await this.treeOidAt(dir);
-    if (oid !== undefined) await reader.prefetch(await walk(oid));
+    if (oid !== undefined) await reader.prefetch(await walk(oid, clean(dir)));
   }
 
   /** The entries of a folder by name (empty when it is not a folder). Shared: never change the map. */
@@ -442,22 +464,26 @@ export class TreeView {
   async findNamed(dir: string, name: string): Promise<Array<{ path: string; oid: string }>> {
     const d = clean(dir);
     this.searched(d, name);
-    const walk = async (sub: string, oid: string | undefined): Promise<Array<{ path: string; oid: string }>> => {
-      if (oid === undefined) return [];
+    /** the files below the tree `oid` (the folder `at`), relative to it */
+    const below = async (oid: string, at: string): Promise<Array<{ path: string; oid: string }>> => {
       const key = `named|${name}|${oid}`;
       const known = this.cache.memo.get(key) as Array<{ path: string; oid: string }> | undefined;
-      const prefix = sub ? `${sub}/` : '';
-      if (known) return known.map((f) => ({ path: `${prefix}${f.path}`, oid: f.oid }));
-      const entries = [...(await this.cache.index(oid))].sort(([a], [b]) => (a < b ? -1 : 1));
+      if (known) return known;
+      const entries = [...(await this.cache.index(oid, at))].sort(([a], [b]) => (a < b ? -1 : 1));
       const out: Array<{ path: string; oid: string }> = [];
       const own = entries.find(([n, e]) => n === name && e.type === 'blob' && e.mode !== SYMLINK);
       if (own) out.push({ path: name, oid: own[1].oid });
       for (const [n, e] of entries) {
         if (e.type !== 'tree' || n === '.git') continue;
-        for (const f of await walk(n, e.oid)) out.push({ path: `${n}/${f.path}`, oid: f.oid });
+        for (const f of await below(e.oid, at ? `${at}/${n}` : n)) out.push({ path: `${n}/${f.path}`, oid: f.oid });
       }
       this.cache.memo.set(key, out);
-      return out.map((f) => ({ path: `${prefix}${f.path}`, oid: f.oid }));
+      return out;
+    };
+    const walk = async (sub: string, oid: string | undefined): Promise<Array<{ path: string; oid: string }>> => {
+      if (oid === undefined) return [];
+      const prefix = sub ? `${sub}/` : '';
+      return (await below(oid, sub)).map((f) => ({ path: `${prefix}${f.path}`, oid: f.oid }));
     };
     if (!this.changed) return walk(d, await this.treeOidAt(d));
     // a planned change over the tree: what the view shows where it lies, the remembered walk elsewhere
