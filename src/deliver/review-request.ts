@@ -97,7 +97,9 @@ export interface ReviewHost {
   /**
    * `lastgood log` (reads only): requests into `query.base` whose source branch starts with
    * `query.branchPrefix`, in any state, newest update first, paged only as far back as
-   * `query.since` (open ones always). A host without it shows lastgood's review branches instead.
+   * `query.since` (open ones always; inLogWindow says which belong). SHAs are full ones (a host
+   * that abbreviates them looks them up); a time the host does not tell is left out. A host
+   * without it shows lastgood's review branches instead.
    */
   listRequests?(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
   /** opens a request; what the host's create call takes of `labels`, `reviewers`, `assignees` goes with it */
@@ -355,6 +357,22 @@ export class ReviewRequestRepo implements RepoBackend {
     return closed;
   }
 
+}
+
+/**
+ * `lastgood log` (ReviewHost.listRequests): whether a request belongs in the window: an open one
+ * always, another when it was created, updated, merged or closed at or after `since`
+ * (ReviewRequestQuery.since). Hosts give times with offsets (Gitea: `+08:00`): compared as instants.
+ */
+export function inLogWindow(request: ReviewRequest, since: Date | undefined): boolean {
+  if (since === undefined || request.state === 'open') return true;
+  return [request.createdAt, request.updatedAt, request.mergedAt, request.closedAt].some((t) => t !== undefined && Date.parse(t) >= since.getTime());
+}
+
+/** Newest update first (a host that tells no update time: its creation), as ReviewHost.listRequests returns them. */
+export function newestUpdateFirst(requests: ReviewRequest[]): ReviewRequest[] {
+  const time = (r: ReviewRequest) => Date.parse(r.updatedAt ?? r.createdAt) || 0;
+  return requests.sort((a, b) => time(b) - time(a) || b.number - a.number);
 }
 
 /** A create whose answer did not come (5xx, a dropped connection): it may or may not have been applied. */
