@@ -98,10 +98,9 @@ export interface ReviewHost {
    * `lastgood log` (reads only): requests into `query.base` whose source branch starts with
    * `query.branchPrefix`, in any state, newest update first, paged only as far back as
    * `query.since` (open ones always; inLogWindow says which belong). SHAs are full ones (a host
-   * that abbreviates them looks them up); a time the host does not tell is left out. A host
-   * without it shows lastgood's review branches instead.
+   * that abbreviates them looks them up); a time the host does not tell is left out.
    */
-  listRequests?(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
+  listRequests(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
   /** opens a request; what the host's create call takes of `labels`, `reviewers`, `assignees` goes with it */
   create(req: OpenRequest, warn: (m: string) => void): Promise<HostRequest>;
   /** the create failed because the request exists already (another run), or its answer may have been lost */
@@ -182,8 +181,6 @@ export class ReviewRequestRepo implements RepoBackend {
     this.kind = opts.host.coordinates.provider;
     this.description = opts.git.description;
     this.onWarning = opts.onWarning;
-    const host = opts.host;
-    if (host.listRequests) this.reviewRequests = (query) => host.listRequests!(query);
   }
 
   // ---- RepoReader: the git mirror -------------------------------------------------------------
@@ -215,12 +212,14 @@ export class ReviewRequestRepo implements RepoBackend {
   notes(): NotesStore {
     return this.git.notes();
   }
-  /** RepoBackend.branches: the host's branches, through git (the review branches, for `lastgood log` where the host cannot list requests) */
+  /** RepoBackend.branches: the host's branches, through git */
   branches(prefix: string): Promise<Map<string, string>> {
     return this.git.branches(prefix);
   }
-  /** RepoBackend.reviewRequests, where the host implements listRequests (set in the constructor: a backend without it has no such method) */
-  readonly reviewRequests?: (query: ReviewRequestQuery) => Promise<ReviewRequest[]>;
+  /** RepoBackend.reviewRequests (`lastgood log`): the host's requests, any state (ReviewHost.listRequests) */
+  reviewRequests(query: ReviewRequestQuery): Promise<ReviewRequest[]> {
+    return this.host.listRequests(query);
+  }
   commitUrl(sha: string): string {
     return this.host.commitUrl(sha);
   }
