@@ -89,7 +89,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { ConfigSchema } from ${file('src/config/schema.ts')};
 import { createController } from ${file('src/controller/controller.ts')};
-import { LocalRepo } from ${file('src/deliver/local.ts')};
+import { LocalRepo } from ${file('src/deliver/local/index.ts')};
 const [kubeconfig, repoDir, targets, perTarget, namespaces] = JSON.parse(process.argv[1]);
 const kc = new KubeConfig();
 kc.loadFromFile(kubeconfig);

@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { evidenceFor } from '../src/decide/verdict.ts';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { locate } from '../src/history/locate.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';

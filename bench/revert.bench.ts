@@ -35,7 +35,7 @@ const round = (x: number) => Math.round(x * 10) / 10;
 
 /** Child mode: one lastgood revert, printing {ms, rssMb} as JSON. */
 async function child(gitdir: string, bad: string, paths: string[]): Promise<void> {
-  const { LocalRepo } = await import('../src/deliver/local.ts');
+  const { LocalRepo } = await import('../src/deliver/local/index.ts');
   const { planRevert } = await import('../src/revert/threeway.ts');
   const started = performance.now();
   const repo = new LocalRepo(gitdir);

@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigSchema } from '../src/config/schema.ts';
-import { createGitHubBackend } from '../src/deliver/github.ts';
+import { createGitHubBackend } from '../src/deliver/github/index.ts';
 import { openRepo } from '../src/deliver/registry.ts';
 import { run } from '../src/engine.ts';
 import type { Observed } from '../src/observe/types.ts';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import git from 'isomorphic-git';
 import { buildDemoRepo } from './build-repo.ts';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { diffChange, unifiedDiff } from '../src/revert/diff.ts';
 import type { FileChange } from '../src/repo/types.ts';
 

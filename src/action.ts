@@ -418,9 +418,14 @@ async function main(): Promise<void> {
     ...(commitUrl ? { commitUrl } : {}),
     ...(waitMs !== undefined ? { waited: formatDuration(waitMs) } : {}),
   }));
-  if (exitCodeFor(report) !== 0) {
-    const left = report.targets.filter((t) => (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert').map((t) => t.name);
-    core.setFailed(`${left.length} target${left.length === 1 ? '' : 's'} failed and ${left.length === 1 ? 'was' : 'were'} not reverted: ${left.join(', ')}`);
+  const code = exitCodeFor(report);
+  if (code !== 0) {
+    const left = report.targets.filter((t) => !t.error && (t.verdict === 'failed' || t.verdict === 'stuck') && t.action === 'alert').map((t) => t.name);
+    const errors = report.targets.filter((t) => t.error).map((t) => `${t.name}: ${t.error!.message}`);
+    const said = [...errors, ...(left.length ? [`${left.length} target${left.length === 1 ? '' : 's'} failed and ${left.length === 1 ? 'was' : 'were'} not reverted: ${left.join(', ')}`] : [])];
+    core.setFailed(redact(said.join('\n')));
+    // DESIGN.md's codes, as the CLI's: 2 bad input (a time ahead of the clock), 3 an outside system, 1 a failure left as it is
+    process.exitCode = code;
   }
 }
 

@@ -32,8 +32,8 @@ async function parseNow(value: string | undefined): Promise<Date> {
 }
 
 /** Objects from --snapshot files, else from the cluster (only the targets' configured resources). */
-async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, now: Date, cluster: ClusterFlags = {}): Promise<Observed[]> {
-  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots, { now });
+async function observe(snapshots: string[] | undefined, config: Config, target: string | undefined, cluster: ClusterFlags = {}): Promise<Observed[]> {
+  if (snapshots && snapshots.length > 0) return readSnapshots(snapshots);
   // loaded on demand: the Kubernetes client is heavy, and most runs read snapshots
   const { readFromCluster } = await import('./observe/kube.ts');
   const { selectTargets } = await engine();
@@ -135,7 +135,7 @@ clusterOptions(program
   .action(async (o: { config: string; snapshot?: string[]; target?: string; now?: string; record?: boolean; json?: boolean } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
-    const observed = await observe(o.snapshot, config, o.target, now, o);
+    const observed = await observe(o.snapshot, config, o.target, o);
     const { checkReport, recordHealthy } = await engine();
     const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
     const { targets } = checkReport({ config, observed, now, target: o.target, analysis });
@@ -238,9 +238,9 @@ clusterOptions(program
         return;
       }
       config = { ...scope.config, targets: scope.config.targets.filter((t) => scope.targets.includes(t.name)) };
-      observed = withEventObjects(cluster ? await observe(o.snapshot, config, o.target, now, o) : [], match.observed);
+      observed = withEventObjects(cluster ? await observe(o.snapshot, config, o.target, o) : [], match.observed);
     } else {
-      observed = await observe(o.snapshot, config, o.target, now, o);
+      observed = await observe(o.snapshot, config, o.target, o);
     }
     const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
     const repo = await repoFor(config, o.config, o.repo);
@@ -268,7 +268,7 @@ program
     const { personRevert, personRevertExitCode, selectTargets } = await engine();
     selectTargets(config, o.target);
     if (!o.bad && !o.snapshot?.length) throw new InputError('revert needs --bad SHA, or --snapshot to locate the bad commit from the cluster state');
-    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot, { now }) : [];
+    const observed = o.snapshot?.length ? await readSnapshots(o.snapshot) : [];
     const repo = await repoFor(config, o.config, o.repo);
     const report = await personRevert({ config, observed, now, repo, target: o.target, bad: o.bad, to: o.to, reason: o.reason, mode: o.mode, dryRun: Boolean(o.dryRun), log: log() });
     const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');

@@ -5,7 +5,9 @@ import type { Decision, Evidence, HookPlan, RepoGuards, Verdict } from './decide
 import { repoGuards } from './history/guards.ts';
 import { hookPayload, runHook } from './decide/hook.ts';
 import { notify } from './report/notify.ts';
+import { claimEffect } from './report/once.ts';
 import { evidenceFor, verdictFor } from './decide/verdict.ts';
+import { soaked, type HealthyRun } from './decide/soak.ts';
 import { InputError, LastgoodError, RevertImpossible, StaleHeadError, redact, type ExitCode } from './errors.ts';
 import { changedFiles, firstParentLog } from './history/graph.ts';
 import { blastRadius } from './revert/blast-radius.ts';
@@ -279,11 +281,17 @@ async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pick<RunO
   return revert;
 }
 
-/** Notifications at the end of a run (never with --dry-run); failures are logged and change nothing. */
+/**
+ * Notifications at the end of a run (never with --dry-run); failures are logged and change nothing.
+ * A revert is announced once, whichever run finds it made (report/once.ts).
+ */
 async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl'>): Promise<void> {
   if (opts.dryRun) return;
   const commitUrl = commitLinks(opts);
-  await notify(report, { config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}) });
+  await notify(report, {
+    config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
+    claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log),
+  });
 }
 
 export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target'> {
@@ -342,6 +350,8 @@ function baseOutcome(verdict: Verdict, decision: Decision): TargetOutcome {
   if (verdict.class) o.class = verdict.class;
   const notes = [...new Set(verdict.evidence.flatMap((e) => e.notes ?? []))];
   if (notes.length) o.notes = notes;
+  // a time ahead of the clock is bad input for a door that reads it once (exit 2); the controller only holds the target
+  if (decision.heldBy === 'clock') o.error = { code: 2, message: decision.reason };
   // evidence that could not be evaluated (a metric provider unreachable, a template that cannot be read): said, with its exit code, unless the target failed anyway
   const problems = verdict.verdict === 'failed' ? [] : verdict.evidence.filter((e) => e.problem);
   if (problems.length) {
@@ -600,16 +610,19 @@ export interface RecordOutcome {
   reason: string;
   /** what was recorded: the target seen healthy (a verified last-known-good) or seen failed there */
   state?: 'healthy' | 'failed';
+  /** healthy at a revision, but not for the whole soak yet: it may be recorded later */
+  soaking?: boolean;
 }
 
 /**
  * `check --record`, the Action's `record` and the controller: what each target was observed as, at
  * the revision it runs, recorded where the backend keeps verified records (NotesStore: git notes,
- * GitHub deployments). A healthy target is a verified last-known-good record; with `failures`, a
+ * GitHub deployments). A target healthy at its revision for the whole soak (decide/soak.ts: its
+ * objects' times, and what a watching door saw in `watched`) is a verified last-known-good record; with `failures`, a
  * failed target's failing revision is recorded as failed where the store keeps failures (GitHub: a
  * deployment status "failure"). A store that cannot record says why, and the run goes on unverified.
  */
-export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; failures?: boolean }): Promise<RecordOutcome[]> {
+export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; failures?: boolean; watched?: Map<string, HealthyRun> }): Promise<RecordOutcome[]> {
   const store = opts.repo.notes?.();
   const out: RecordOutcome[] = [];
   for (const { target, verdict } of check(opts)) {
@@ -619,6 +632,15 @@ export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; fa
     if (!store) {
       out.push({ target: target.name, recorded: false, reason: `the ${opts.repo.kind} backend keeps no notes`, state });
       continue;
+    }
+    if (state === 'healthy') {
+      // verified means stable: healthy at that revision for the whole soak, as far as anyone can tell (decide/soak.ts)
+      const watched = opts.watched?.get(target.name);
+      const soak = soaked({ verdict, soakMs: target.soakMs, now: opts.now.getTime(), ...(watched ? { watched } : {}) });
+      if (!soak.ok) {
+        out.push({ target: target.name, recorded: false, reason: `not recorded: ${soak.reason}`, state, ...(soak.revision ? { soaking: true } : {}) });
+        continue;
+      }
     }
     const sha = state === 'healthy'
       ? verdict.evidence.map((e) => e.attempted?.sha ?? e.lastSucceeded?.sha).find(Boolean)

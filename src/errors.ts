@@ -52,6 +52,40 @@ export class RemoteError extends LastgoodError {
 }
 
 /**
+ * This machine failed the run: a full disk under repo.cacheDir, a folder lastgood cannot write, the
+ * controller's port taken by another process. A world fault like RemoteError (exit 3); `path` names
+ * the folder or address, `code` is the system's (ENOSPC, EACCES, EADDRINUSE).
+ */
+export class LocalError extends LastgoodError {
+  readonly exitCode = 3 as const;
+  readonly path: string | undefined;
+  readonly code: string | undefined;
+  constructor(message: string, opts: { path?: string; code?: string; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.path = opts.path;
+    this.code = opts.code;
+  }
+}
+
+/** The file system's errors that are the machine's state, not lastgood's: said as such, with the folder. */
+const DISK_CODES: Record<string, string> = {
+  ENOSPC: 'no space is left on the device',
+  EDQUOT: 'the disk quota is exhausted',
+  EROFS: 'the file system is read-only',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EIO: 'an I/O error occurred',
+};
+
+/** A LocalError for a file-system error of the machine while writing under `folder` (`what`: repo.cacheDir, …); undefined for any other error. */
+export function diskError(error: unknown, folder: string, what: string): LocalError | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (!code || !DISK_CODES[code]) return undefined;
+  const fix = code === 'ENOSPC' || code === 'EDQUOT' ? 'free some space there, or point it at another volume' : 'give lastgood write access to it, or point it elsewhere';
+  return new LocalError(`cannot write under ${folder} (${what}): ${DISK_CODES[code]} (${code}); ${fix}. What was half-written was removed; nothing was written to the repository`, { path: folder, code, cause: error });
+}
+
+/**
  * A revert was needed but cannot be made (conflict, nothing to revert to, the revert itself failed).
  * Not a crash: the run reports it for its target and exits 1.
  */

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import path from 'node:path';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import type { AnalysisResult } from '../src/analysis/index.ts';
 import { git, tempDir } from './support/git.ts';
 import { startKubeEmulator } from './support/kube-emulator.ts';
@@ -70,6 +70,7 @@ test('a plain Deployment rolls out 1.5.0, its error ratio fails the check: one r
   branch: main
 defaults:
   mode: commit
+  soak: 1s                # recorded once healthy for a second (the checks concluded): the soak itself is test/soak.test.ts's
 analysis:
   prometheus: { address: "${prom.url}" }
 controller:

@@ -76,14 +76,15 @@ test('one-shot before the failure limit is reached: says what it measured and wh
   t.is(head(repo.work), repo.c4);
 });
 
-test('a good rollout passes: recorded as verified last-known-good once its checks have concluded, not before', async (t) => {
+test('a good rollout passes: recorded as verified last-known-good once its checks have concluded (and the soak passed), not before', async (t) => {
   const { repo, cfg, snapshot } = setup(t, 'good', ERROR_RATIO_CHECK);
   const early = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(3 * 60_000), '--record', '--json']);
   t.is(early.code, 0, early.stderr);
   t.like(json(early.stdout).targets[0], { verdict: 'progressing' });
   t.is(git(repo.work, 'notes', '--ref=lastgood', 'list'), '', 'nothing recorded while the checks run');
 
-  const later = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(8 * 60_000), '--record', '--json']);
+  // the checks have concluded, and the target has stayed healthy since for the soak (5m, issue 19)
+  const later = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(15 * 60_000), '--record', '--json']);
   t.is(later.code, 0, later.stderr);
   const [target] = json(later.stdout).targets;
   t.like(target, { verdict: 'healthy', lastKnownGood: repo.c4, verified: true });

@@ -1,14 +1,20 @@
 import test from 'ava';
+import { testClock } from './support/clock.ts';
 import { startKubeEmulator, type KubeEmulator } from './support/kube-emulator.ts';
 import { deployment, kustomization } from './support/objects.ts';
 import {
-  backend, canaryObject, cluster, commitsSince, config, configText, failCanary, gitopsRepo, startController, until, type BackendKind,
+  backend, canaryObject, cluster, commitsSince, config, configText, evaluations, failCanary, gitopsRepo, iso, startController, until, type BackendKind,
 } from './support/controller-scenario.ts';
 
 /**
  * The controller over time: timers fire with no new event (stuckAfter, a policy wait, the next
- * confirmation), healthy revisions are recorded once, readiness follows the watches.
+ * confirmation), healthy revisions are recorded once, readiness follows the watches. Time is a
+ * clock the tests drive (support/clock.ts): what is asserted is the clock time a decision was made
+ * at, never how long the machine took.
  */
+
+/** The soak the recording tests run with (config `soak`). */
+const SOAK_MS = 5 * 60_000;
 
 const KUSTOMIZATION_ONLY = `
       - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }`;
@@ -17,59 +23,75 @@ async function emptyCluster(): Promise<KubeEmulator> {
   return startKubeEmulator({ namespaces: ['default', 'prod', 'flux-system', 'lastgood'] });
 }
 
-/** Resolves when the controller acted, with how long after `from`; asserts the cluster saw no write in between. */
-async function actedAfter(kube: KubeEmulator, acted: unknown[], from: number): Promise<number> {
-  const rv = kube.resourceVersion;
-  await until('the act', () => acted.length > 0, 10_000);
-  if (kube.resourceVersion !== rv) {
-    // the only writes allowed are the controller's own: its Lease renewals and its Event
-    const writes = kube.requests().filter((r) => r.method !== 'GET' && !/leases|events/.test(r.url));
-    if (writes.length) throw new Error(`the cluster changed: ${writes.map((w) => w.url).join(', ')}`);
-  }
-  return Date.now() - from;
+/** The only cluster writes allowed while a target is decided and acted on: the controller's own Lease renewals and its Event. */
+function noClusterWrites(kube: KubeEmulator): string[] {
+  return kube.requests().filter((r) => r.method !== 'GET' && !/leases|events/.test(r.url)).map((w) => `${w.method} ${w.url}`);
 }
 
 test('stuckAfter fires on time with no new event: a Kustomization reconciling for longer than stuckAfter is stuck, and its policy reverts', async (t) => {
   const repo = gitopsRepo();
   const kube = await emptyCluster();
   t.teardown(() => kube.close());
-  const since = Date.now();
-  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c2}`, ready: 'Unknown', since: new Date(since).toISOString() }));
+  const clock = testClock();
+  const since = clock.now();
+  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c2}`, ready: 'Unknown', since: iso(since) }));
   const be = await backend('local', repo);
   const cfg = config(configText({ url: be.url, resources: KUSTOMIZATION_ONLY, target: '    stuckAfter: 1500ms\n    onFailure: { stuck: revert }\n' }));
-  const { controller, acted } = await startController(kube, cfg, be.open());
+  const { seen, onEvaluated } = evaluations();
+  const { controller, acted } = await startController(kube, cfg, be.open(), { clock, onEvaluated });
   t.teardown(() => controller.stop());
-  const ms = await actedAfter(kube, acted, since);
-  t.true(ms >= 1500 && ms < 2500, `acted ${ms} ms after the reconcile began (stuckAfter 1500ms)`);
-  const [outcome] = acted as Array<{ verdict: string; action: string; bad: string[]; lastKnownGood: string }>;
+  await until('ready and leading', () => controller.ready && controller.isLeader);
+  const first = await until('the first observation', () => seen[0]);
+  t.like(first, { at: since, verdict: 'progressing', action: 'none' });
+  const deadline = since + 1500 + 1;
+  t.is(first.nextAt, deadline, 'the target is looked at again the moment stuckAfter runs out');
+  t.true(clock.pending.includes(deadline), `a timer at the deadline: ${clock.pending.map((p) => p - since).join(', ')}`);
+  clock.advanceTo(deadline - 1);
+  t.is(seen.length, 1, 'nothing to look at before the deadline');
+  t.deepEqual(acted, []);
+  clock.advanceTo(deadline);
+  const outcome = await until('the act', () => acted[0]);
+  const acting = seen.find((s) => s.act)!;
+  t.like(acting, { at: deadline, verdict: 'stuck', action: 'revert', changedAt: undefined }, 'decided at the deadline, with no event');
   t.like(outcome, { verdict: 'stuck', action: 'revert', bad: [repo.c3], lastKnownGood: repo.c2 });
   t.is(commitsSince(repo.bare, repo.c4).length, 1);
+  t.deepEqual(noClusterWrites(kube), []);
 });
 
 test('a policy wait fires on time with no new event: held for the wait, reverted when it ends', async (t) => {
   const repo = gitopsRepo();
   const kube = await emptyCluster();
   t.teardown(() => kube.close());
-  const since = Date.now();
-  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c2}`, ready: 'False', since: new Date(since).toISOString() }));
+  const clock = testClock();
+  const since = clock.now();
+  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c2}`, ready: 'False', since: iso(since) }));
   const be = await backend('local', repo);
   const cfg = config(configText({ url: be.url, resources: KUSTOMIZATION_ONLY, target: '    onFailure: { analysis: { wait: 1500ms, then: revert } }\n' }));
-  const decisions: string[] = [];
-  const { controller, acted } = await startController(kube, cfg, be.open(), { onEvaluated: (_n, e) => decisions.push(`${e.decision.action}/${e.decision.heldBy ?? ''}`) });
+  const { seen, onEvaluated } = evaluations();
+  const { controller, acted } = await startController(kube, cfg, be.open(), { clock, onEvaluated });
   t.teardown(() => controller.stop());
-  const ms = await actedAfter(kube, acted, since);
-  t.true(ms >= 1500 && ms < 2500, `acted ${ms} ms after the failure began (wait 1500ms)`);
-  t.is(decisions[0], 'wait/wait', 'held while the wait runs');
-  t.true(decisions.length <= 3, `looked again when the wait ended, not in a loop: ${decisions.join(', ')}`);
+  await until('ready and leading', () => controller.ready && controller.isLeader);
+  const first = await until('the first observation', () => seen[0]);
+  t.like(first, { at: since, action: 'wait', heldBy: 'wait' }, 'held while the wait runs');
+  const deadline = since + 1500 + 1;
+  t.is(first.nextAt, deadline);
+  clock.advanceTo(deadline - 1);
+  t.is(seen.length, 1);
+  clock.advanceTo(deadline);
+  const outcome = await until('the act', () => acted[0]);
+  t.like(seen.find((s) => s.act), { at: deadline, action: 'revert', changedAt: undefined });
+  t.true(seen.length <= 3, `looked again when the wait ended, not in a loop: ${seen.map((s) => `${s.action}/${s.heldBy ?? ''}@${s.at - since}`).join(', ')}`);
+  t.like(outcome, { action: 'revert', bad: [repo.c3] });
   t.is(commitsSince(repo.bare, repo.c4).length, 1);
+  t.deepEqual(noClusterWrites(kube), []);
 });
 
 const APPLICATION_ONLY = `
       - { apiVersion: argoproj.io/v1alpha1, kind: Application, namespace: argocd, name: podinfo-prod }`;
 
 /** An Argo CD Application synced to `revision` (after `previous`), with the given health; Degraded is a failure Argo CD never calls final. */
-function application(revision: string, previous: string, health: 'Healthy' | 'Degraded'): object {
-  const at = (ago: number) => new Date(Date.now() - ago).toISOString();
+function application(revision: string, previous: string, health: 'Healthy' | 'Degraded', now: number): object {
+  const at = (ago: number) => iso(now - ago);
   const source = { repoURL: 'https://github.com/acme/gitops', path: 'apps/podinfo/overlays/prod', targetRevision: 'main' };
   return {
     apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'podinfo-prod', namespace: 'argocd' },
@@ -91,28 +113,35 @@ test('confirmations: a failure the engine does not call final is confirmed by th
   const repo = gitopsRepo();
   const kube = await startKubeEmulator({ namespaces: ['default', 'argocd', 'lastgood'] });
   t.teardown(() => kube.close());
-  kube.apply(application(repo.c3, repo.c2, 'Healthy'));
+  const clock = testClock();
+  kube.apply(application(repo.c3, repo.c2, 'Healthy', clock.now()));
   const be = await backend('local', repo);
   const cfg = config(configText({ url: be.url, resources: APPLICATION_ONLY, interval: '300ms', controller: '  record: false\n' }));
-  const seen: Array<{ action: string; at: number }> = [];
-  const { controller, acted } = await startController(kube, cfg, be.open(), { onEvaluated: (_n, e, at) => seen.push({ action: e.decision.action, at }) });
+  const { seen, onEvaluated } = evaluations();
+  const { controller, acted } = await startController(kube, cfg, be.open(), { clock, onEvaluated });
   t.teardown(() => controller.stop());
-  await until('ready and leading', () => controller.ready && controller.isLeader);
-  const failedAt = Date.now();
-  kube.apply(application(repo.c3, repo.c2, 'Degraded'));
-  const ms = await actedAfter(kube, acted, failedAt);
-  t.true(ms >= 300 && ms < 1300, `confirmed and acted ${ms} ms after the failure (interval 300ms)`);
-  const after = seen.filter((s) => s.at >= failedAt).map((s) => s.action);
-  t.deepEqual(after.slice(0, 2), ['wait', 'revert'], '1/2 confirmations, then 2/2');
-  const [outcome] = acted as Array<{ bad: string[]; action: string }>;
-  t.is(outcome!.action, 'revert');
-  t.deepEqual(outcome!.bad, [repo.c3]);
+  await until('ready and leading', () => controller.ready && controller.isLeader && seen.length > 0);
+  clock.advance(1000);
+  const failedAt = clock.now();
+  kube.apply(application(repo.c3, repo.c2, 'Degraded', failedAt));
+  const firstFailed = await until('the failure observed', () => seen.find((s) => s.verdict === 'failed'));
+  t.like(firstFailed, { at: failedAt, action: 'wait', heldBy: 'confirmations' }, '1/2 confirmations');
+  t.is(firstFailed.nextAt, failedAt + 300, 'observed again an interval later');
+  clock.advanceTo(failedAt + 300);
+  const outcome = await until('the act', () => acted[0]);
+  const after = seen.filter((s) => s.at >= failedAt);
+  t.deepEqual(after.slice(0, 2).map((s) => `${s.action}@${s.at - failedAt}`), ['wait@0', 'revert@300'], '1/2 confirmations, then 2/2 an interval later');
+  t.is(outcome.action, 'revert');
+  t.deepEqual(outcome.bad, [repo.c3]);
 });
 
 for (const kind of ['local', 'http', 'github'] as BackendKind[]) {
   test(`${kind}: healthy, the verified last-known-good is recorded once per revision, across changes and restarts`, async (t) => {
     const repo = gitopsRepo();
-    const kube = await cluster(repo, { canaryPhase: 'Succeeded' });
+    const clock = testClock();
+    // healthy for longer than the soak already, as the objects' own condition times say
+    const kube = await cluster(repo, { canaryPhase: 'Succeeded', clock, healthyFor: 3_600_000 });
+    const earlier = iso(clock.now() - 3_600_000);
     t.teardown(() => kube.close());
     const be = await backend(kind, repo);
     t.teardown(() => be.close());
@@ -120,13 +149,14 @@ for (const kind of ['local', 'http', 'github'] as BackendKind[]) {
     // read through a backend of its own each time, as another process would
     const notes = async () => (await be.open()).notes!().list('podinfo-prod');
     const cfg = config(configText({ url: be.url, ...(be.apiUrl ? { apiUrl: be.apiUrl } : {}), ...(be.repoSettings ? { repoSettings: be.repoSettings } : {}) }));
-    const first = await startController(kube, cfg, be.open());
+    const first = await startObserved(kube, cfg, be.open(), clock);
     t.teardown(() => first.controller.stop());
     await until('the record of c3', async () => (await notes()).length === 1);
     // more changes of the healthy target: nothing more is recorded
     for (let i = 0; i < 4; i++) {
-      kube.setStatus({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'prod', name: 'podinfo' }, { ...(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'available' }) as { status: object }).status, observedGeneration: 3 + i });
-      await new Promise((r) => setTimeout(r, 50));
+      const before = first.seen.length;
+      kube.setStatus({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'prod', name: 'podinfo' }, { ...(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'available', since: earlier }) as { status: object }).status, observedGeneration: 3 + i });
+      await until('the change observed', () => first.seen.length > before);
     }
     await first.controller.idle();
     await first.controller.stop();
@@ -136,19 +166,29 @@ for (const kind of ['local', 'http', 'github'] as BackendKind[]) {
     t.regex(recorded[0]!.evidence, /Canary prod\/podinfo state=healthy/);
 
     // a restart: what was recorded is read from the repository, not recorded again
-    const second = await startController(kube, cfg, be.open());
+    const second = await startObserved(kube, cfg, be.open(), clock);
     t.teardown(() => second.controller.stop());
-    await until('ready and leading', () => second.controller.ready && second.controller.isLeader);
-    await new Promise((r) => setTimeout(r, 300));
+    await until('ready, leading and observed', () => second.controller.ready && second.controller.isLeader && second.seen.length > 0);
     await second.controller.idle();
     t.is((await notes()).length, 1);
 
     // Flux applies c4, healthy: c4 is recorded
-    kube.setStatus({ apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' }, (kustomization({ attempted: `main@sha1:${repo.c4}`, applied: `main@sha1:${repo.c4}`, ready: 'True', since: new Date().toISOString() }) as { status: unknown }).status);
+    kube.setStatus({ apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' }, (kustomization({ attempted: `main@sha1:${repo.c4}`, applied: `main@sha1:${repo.c4}`, ready: 'True', since: iso(clock.now()) }) as { status: unknown }).status);
+    const c4At = clock.now();
+    await until('c4 observed, to be looked at again when it will have soaked', () => second.seen.some((s) => s.verdict === 'healthy' && s.nextAt === c4At + SOAK_MS));
+    t.is((await notes()).length, 1, 'not recorded before the soak');
+    // c4 is healthy since now: recorded once it has stayed healthy for the soak, with no further event
+    clock.advance(SOAK_MS);
     await until('the record of c4', async () => (await notes()).length === 2);
     t.deepEqual((await notes()).map((r) => r.commit).sort(), [repo.c3, repo.c4].sort());
     t.regex(await second.controller.metrics.registry.metrics(), /^lastgood_lkg_recorded_total 1$/m);
   });
+}
+
+/** A controller whose evaluations are recorded, on the test's clock. */
+async function startObserved(kube: KubeEmulator, cfg: ReturnType<typeof config>, backendOrPromise: Parameters<typeof startController>[2], clock: ReturnType<typeof testClock>) {
+  const { seen, onEvaluated } = evaluations();
+  return { ...(await startController(kube, cfg, backendOrPromise, { clock, onEvaluated })), seen };
 }
 
 test('readiness follows the watches: 503 while a kind cannot be listed (the watch restarts with backoff), 200 once listed; /healthz is 200 throughout', async (t) => {
@@ -164,7 +204,7 @@ test('readiness follows the watches: 503 while a kind cannot be listed (the watc
   t.is(first.status, 503);
   t.like(await first.json(), { ready: false, synced: false });
   t.is((await fetch(`${base}/healthz`)).status, 200);
-  await until('ready', async () => (await fetch(`${base}/readyz`)).status === 200, 10_000);
+  await until('ready', async () => (await fetch(`${base}/readyz`)).status === 200);
   t.is(kube.requests(/canaries\?limit=/).filter((r) => r.status === 500).length, 3);
   t.regex(await (await fetch(`${base}/metrics`)).text(), /^lastgood_watch_restarts_total\{kind="Canary"\} 3$/m);
   t.is((await fetch(`${base}/nothing`)).status, 404);
@@ -178,12 +218,15 @@ test('a target whose objects are not all found is progressing, never failed: not
   t.teardown(() => kube.close());
   kube.apply(canaryObject({ phase: 'Succeeded' }));
   const be = await backend('local', repo);
-  const decisions: string[] = [];
-  const { controller, acted } = await startController(kube, config(configText({ url: be.url })), be.open(), { onEvaluated: (_n, e) => decisions.push(e.verdict.verdict) });
+  const clock = testClock();
+  const { seen, onEvaluated } = evaluations();
+  const { controller, acted } = await startController(kube, config(configText({ url: be.url })), be.open(), { clock, onEvaluated });
   t.teardown(() => controller.stop());
-  await until('evaluated', () => decisions.length > 0);
-  await new Promise((r) => setTimeout(r, 200));
-  t.deepEqual([...new Set(decisions)], ['progressing']);
+  await until('evaluated', () => seen.length > 0);
+  // a day later (every timer the controller set has fired): still nothing to act on
+  clock.advance(86_400_000);
+  await controller.idle();
+  t.deepEqual([...new Set(seen.map((s) => s.verdict))], ['progressing']);
   t.deepEqual(acted, []);
   t.is(commitsSince(repo.bare, repo.c4).length, 0);
 });
@@ -197,14 +240,19 @@ test('a revert that fails on the git host is retried with backoff, and made once
   // every GraphQL request fails for a while: more than the client's own retries
   be.github!.inject({ status: 502, times: 5, match: (method, p) => method === 'POST' && p.startsWith('/graphql') });
   const cfg = config(configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request' }));
-  const { controller, acted, lines } = await startController(kube, cfg, be.open());
+  const clock = testClock();
+  const { controller, acted, lines } = await startController(kube, cfg, be.open(), { clock });
   t.teardown(() => controller.stop());
   await until('ready and leading', () => controller.ready && controller.isLeader);
-  failCanary(kube);
-  const failure = await until('the failed attempt', () => lines.find((l) => l.msg === 'acting failed; will retry'), 10_000);
+  failCanary(kube, 'Failed', clock);
+  const failure = await until('the failed attempt', () => lines.find((l) => l.msg === 'acting failed; will retry'));
   t.is(failure.target, 'podinfo-prod');
   t.regex(String(failure.err), /^github: /);
-  const outcome = await until('the revert', () => acted.find((o) => !o.error), 20_000);
+  t.is(failure.retryAt, iso(clock.now() + 1000), 'retried a second later (the first backoff step)');
+  t.is(be.github!.pulls.length, 0);
+  // the host answers again; the retry comes when the backoff ends, with no new event
+  clock.advance(1000);
+  const outcome = await until('the revert', () => acted.find((o) => !o.error));
   t.is(outcome.action, 'revert');
   t.true(outcome.created);
   t.is(be.github!.pulls.length, 1);
@@ -216,7 +264,8 @@ test('policy alert: the failure is reported once (a Warning Event on the failing
   const kube = await cluster(repo);
   t.teardown(() => kube.close());
   const be = await backend('local', repo);
-  const { controller, acted } = await startController(kube, config(configText({ url: be.url, target: '    onFailure: { analysis: alert }\n' })), be.open());
+  const { seen, onEvaluated } = evaluations();
+  const { controller, acted } = await startController(kube, config(configText({ url: be.url, target: '    onFailure: { analysis: alert }\n' })), be.open(), { onEvaluated });
   t.teardown(() => controller.stop());
   await until('ready and leading', () => controller.ready && controller.isLeader);
   failCanary(kube);
@@ -224,8 +273,9 @@ test('policy alert: the failure is reported once (a Warning Event on the failing
   t.like(outcome, { verdict: 'failed', action: 'alert' });
   await until('the Event', () => kube.events().length === 1);
   t.like(kube.events()[0], { reason: 'NotReverted', type: 'Warning', action: 'Alert' });
+  const before = seen.length;
   failCanary(kube);
-  await new Promise((r) => setTimeout(r, 300));
+  await until('the second failure observed', () => seen.length > before);
   await controller.idle();
   t.is(acted.length, 1, 'alerted once');
   t.is(kube.events().length, 1);

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { parseAllDocuments } from 'yaml';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { detectImageBot, planFreeze, splitImage } from '../src/revert/freeze.ts';
 import { commit, git, makeRepo } from './support/git.ts';
 

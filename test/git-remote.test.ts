@@ -139,7 +139,7 @@ test('warm mirror (repo.cacheDir): the second run fetches only what is new', asy
 
 test('check --record pushes a verified note; lkg reads it back; a concurrent note is merged, not lost', async (t) => {
   const f = await fixture(t);
-  const healthy = writeFile(f.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${f.good}`, applied: `main@sha1:${f.good}`, ready: 'True' })));
+  const healthy = writeFile(f.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${f.good}`, applied: `main@sha1:${f.good}`, ready: 'True', since: '2026-11-01T11:50:00Z' })));
   // someone else records a note on another commit between our read and our push
   const other = path.join(tempDir('lastgood-remote-notes-'), 'clone');
   await nativeGit(path.dirname(other), 'clone', '-q', f.url, other);

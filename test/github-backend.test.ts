@@ -1,7 +1,7 @@
 import test from 'ava';
 import { firstParentLog } from '../src/history/graph.ts';
 import path from 'node:path';
-import { closeSupersededPullRequests, createGitHubBackend, pullRequestMarker, type GitHubBackendOptions } from '../src/deliver/github.ts';
+import { closeSupersededPullRequests, createGitHubBackend, pullRequestMarker, type GitHubBackendOptions } from '../src/deliver/github/index.ts';
 import { InputError, RemoteError } from '../src/errors.ts';
 import type { Change } from '../src/repo/types.ts';
 import { startGitHubEmulator, type Emulator } from './support/github-emulator.ts';
@@ -395,7 +395,7 @@ test('closeSupersededPullRequests closes the target\'s older revert PRs and keep
 });
 
 test('GitHub URLs are recognised for the registry; GHES needs an API URL; no token is refused', async (t) => {
-  const { parseGitHubUrl, gitHubBackendFactory } = await import('../src/deliver/github.ts');
+  const { parseGitHubUrl, gitHubBackendFactory } = await import('../src/deliver/github/index.ts');
   t.deepEqual(parseGitHubUrl('https://github.com/acme/gitops.git'), { owner: 'acme', repo: 'gitops', baseUrl: 'https://api.github.com' });
   t.deepEqual(parseGitHubUrl('https://x-access-token:abc@github.com/acme/gitops'), { owner: 'acme', repo: 'gitops', baseUrl: 'https://api.github.com' });
   t.is(parseGitHubUrl('https://git.example.com/acme/gitops'), undefined);

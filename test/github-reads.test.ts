@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
-import { createGitHubBackend } from '../src/deliver/github.ts';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { createGitHubBackend } from '../src/deliver/github/index.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { firstParentLog } from '../src/history/graph.ts';
 import type { RepoReader } from '../src/repo/types.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
@@ -15,7 +15,7 @@ import { git, tempDir } from './support/git.ts';
  * over any history (linear runs, merges both ways, files that become executable, symlinks inside
  * the folder, a folder deleted and created again), every primitive answers exactly what the local
  * backend answers. (The one shape the inference cannot see — a parent folder of a path that is
- * absent throughout turning into a symlink and back — is documented in github-reads.ts and not
+ * absent throughout turning into a symlink and back — is documented in src/deliver/github/reads.ts and not
  * generated here.)
  */
 

@@ -2,7 +2,7 @@ import test from 'ava';
 import path from 'node:path';
 import { pino } from 'pino';
 import { ConfigSchema } from '../src/config/schema.ts';
-import { createGitHubBackend } from '../src/deliver/github.ts';
+import { createGitHubBackend } from '../src/deliver/github/index.ts';
 import { run } from '../src/engine.ts';
 import { RemoteError } from '../src/errors.ts';
 import type { Observed } from '../src/observe/types.ts';
@@ -152,11 +152,35 @@ test('a mode change (or a symlink) goes through the REST git-data API, and the d
   t.deepEqual(emulator.violations, []);
 });
 
-test('an installation token\'s REST commit is signed by GitHub too', async (t) => {
+test('an installation token\'s REST commit is signed by GitHub too (no custom author is sent), and the delivery says so truthfully', async (t) => {
   const s = scenario();
   const { emulator, backend } = await emulate(t, s, { tokenKind: 'installation' });
   const result = await backend.deliver(executableChange(s, s.later), 'commit');
   t.true(emulator.signed.has(result.commit));
+  t.regex(result.warnings?.join('\n') ?? '', /REST git-data API.*GitHub signed it \(Verified\)/);
+  t.notRegex(result.warnings?.join('\n') ?? '', /unsigned/);
+  // GitHub signs an API commit only without a custom author or committer: the token's identity is the author
+  t.regex(git(s.bare, 'log', '-1', '--format=%an <%ae>', result.commit), /^lastgood-bot </);
+  t.deepEqual(emulator.violations, []);
+});
+
+test('a planned deletion of a path the parent does not have is left out: GitHub would refuse the whole commit for it', async (t) => {
+  const s = scenario();
+  const { emulator, backend } = await emulate(t, s);
+  const change = executableChange(s, s.later, {
+    files: [
+      { path: `${P}values.yaml`, mode: '100644', content: new TextEncoder().encode('image:\n  tag: 1.0.0\n') },
+      { path: `${P}gone.yaml`, delete: true },
+    ],
+  });
+  const commitMode = await backend.deliver(change, 'commit');
+  t.true(commitMode.created);
+  t.is(git(s.bare, 'show', `main:${P}values.yaml`), 'image:\n  tag: 1.0.0');
+  t.is(git(s.bare, 'diff', '--name-only', s.later, 'main'), `${P}values.yaml`, 'only the real change');
+  // the REST path (a mode) too
+  const rest = executableChange(s, commitMode.commit, { files: [...executableChange(s, commitMode.commit).files, { path: `${P}gone.yaml`, delete: true }] });
+  const viaRest = await backend.deliver(rest, 'commit');
+  t.true(viaRest.created);
   t.deepEqual(emulator.violations, []);
 });
 

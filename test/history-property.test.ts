@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { underPaths } from '../src/history/graph.ts';
 import { locate, revertInput } from '../src/history/locate.ts';
 import { planRevert } from '../src/revert/threeway.ts';

@@ -16,11 +16,12 @@ import { kustomization, yamlDocs } from './support/objects.ts';
  * Issue 15 class 7: hooks keep their timeout. A command hook runs in its own process group, killed
  * whole at the timeout (SIGTERM, then SIGKILL after a grace); a background child it leaves does not
  * hang the run; a URL hook is cut at the timeout; the range is validated (a 25d timer would
- * overflow and fire at once). Bounds are asserted, not exact timings: timeout + 3 s.
+ * overflow and fire at once). What is asserted is behaviour, never speed: the hook was killed (it
+ * ended long before it would have on its own, its children are gone), not how soon, so the tests
+ * hold on a loaded machine.
  */
 
 const payload = { kind: 'lastgood.hook/v1', target: 'podinfo-prod' };
-const SLACK_MS = 3000;
 
 /** Running, not a zombie (in a container nothing may reap the orphans the kill left behind). */
 function alive(pid: number): boolean {
@@ -31,18 +32,19 @@ function alive(pid: number): boolean {
   }
 }
 
-async function gone(pid: number, withinMs = 1000): Promise<boolean> {
+/** Waits for the process to be gone (a condition; the bound only ends a test that would hang). */
+async function gone(pid: number, withinMs = 30_000): Promise<boolean> {
   for (const end = Date.now() + withinMs; Date.now() < end; await sleep(50)) if (!alive(pid)) return true;
   return !alive(pid);
 }
 
-test('sh -c "sleep 20" with a 2s timeout ends within timeout + 3s, and its child is gone', async (t) => {
+test('sh -c "sleep 20" with a 2s timeout is killed at the timeout (not before), long before it would end, and its child is gone', async (t) => {
   const dir = tempDir('lastgood-hook-');
   const pidFile = path.join(dir, 'sleep.pid');
   const r = await runHook({ spec: { command: ['sh', '-c', `sleep 20 & echo $! > '${pidFile}'; wait`] }, timeoutMs: 2000 }, payload);
   t.false(r.ok);
   t.is(r.detail, 'sh did not finish within 2s (killed)');
-  t.true(r.ms >= 2000 && r.ms < 2000 + SLACK_MS, `${r.ms}ms`);
+  t.true(r.ms >= 2000 && r.ms < 20_000, `${r.ms}ms: not before the timeout, and not the 20s it would take`);
   t.true(await gone(Number(readFileSync(pidFile, 'utf8'))), 'the grandchild was killed with the group');
 });
 
@@ -53,7 +55,7 @@ test('a hook that ignores SIGTERM is killed (SIGKILL) after the grace', async (t
   const r = await runHook({ spec: { command: ['sh', '-c', `trap "" TERM; sleep 20 & echo $! > '${pidFile}'; wait; sleep 20`] }, timeoutMs: 1000 }, payload);
   t.false(r.ok);
   t.regex(r.detail, /did not finish within 1s \(killed\)/);
-  t.true(r.ms >= 1000 + KILL_GRACE_MS - 100 && r.ms < 1000 + KILL_GRACE_MS + SLACK_MS, `${r.ms}ms`);
+  t.true(r.ms >= 1000 + KILL_GRACE_MS - 100 && r.ms < 20_000, `${r.ms}ms: after the grace, and not the 20s it would take`);
   t.true(await gone(Number(readFileSync(pidFile, 'utf8'))), 'the grandchild got SIGKILL too');
 });
 
@@ -63,8 +65,8 @@ test('a hook that exits and leaves a background child holding its output does no
   const r = await runHook({ spec: { command: ['sh', '-c', `sleep 30 & echo $! > '${pidFile}'; echo scaled up`] }, timeoutMs: 20_000 }, payload);
   t.true(r.ok, r.detail);
   t.is(r.detail, 'sh exited 0: scaled up');
-  t.true(r.ms < SLACK_MS, `${r.ms}ms: the run did not wait for the background child`);
-  t.true(await gone(Number(readFileSync(pidFile, 'utf8')), 2000), 'what the hook left behind was ended');
+  t.true(r.ms < 30_000, `${r.ms}ms: the run did not wait the 30s of the background child`);
+  t.true(await gone(Number(readFileSync(pidFile, 'utf8'))), 'what the hook left behind was ended');
 });
 
 test('a timeout beyond the timer range (25 days) does not fire at once', async (t) => {
@@ -107,7 +109,7 @@ test('URL hook: a server that never answers, or trickles its answer, is cut at t
     const r = await runHook({ spec: { url: `${base}${p}` }, timeoutMs: 1000 }, payload);
     t.false(r.ok, p);
     t.is(r.detail, 'no answer within 1s', p);
-    t.true(r.ms < 1000 + SLACK_MS, `${p}: ${r.ms}ms`);
+    t.true(r.ms >= 1000, `${p}: ${r.ms}ms: not before the timeout (the server would never have ended it)`);
   }
 });
 
@@ -128,25 +130,26 @@ test('a command hook does not inherit lastgood\'s tokens or secret-looking varia
   for (const kept of ['PLAIN', 'OUT', 'ALLOWED_TOKEN']) t.true(names.includes(kept), kept);
 });
 
-test('through the CLI: a hook that sleeps 20s with timeout 2s ends the run within the bound, as a failed hook', async (t) => {
+test('through the CLI: a hook that sleeps 20s with timeout 2s is killed and ends the run as a failed hook', async (t) => {
   const repo = makeRepo();
   const P = 'apps/podinfo/prod/';
   const good = commit(repo, { [`${P}kustomization.yaml`]: 'images: [{ name: podinfo, newTag: 6.0.0 }]\n' }, 'podinfo 6.0.0');
   const bad = commit(repo, { [`${P}kustomization.yaml`]: 'images: [{ name: podinfo, newTag: 6.1.0 }]\n' }, 'podinfo 6.1.0');
   const dir = tempDir('lastgood-hook-cli-');
   const marker = path.join(dir, 'hook-finished');
-  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\ndefaults: { mode: commit, strategy: restore, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n    onFailure:\n      analysis: { hook: { command: [sh, -c, "sleep 20; touch '${marker}'"], timeout: 2s }, then: revert, onHookFailure: alert }\n`);
+  const pidFile = path.join(dir, 'hook.pid');
+  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\ndefaults: { mode: commit, strategy: restore, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n    onFailure:\n      analysis: { hook: { command: [sh, -c, "echo $$ > '${pidFile}'; sleep 20; touch '${marker}'"], timeout: 2s }, then: revert, onHookFailure: alert }\n`);
   const snap = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${good}`, ready: 'False' })));
   const started = Date.now();
   const r = await lastgood(['run', '--now', '2026-11-01T12:05:00Z', '--config', config, '--snapshot', snap, '--json']);
   const ms = Date.now() - started;
   t.is(r.code, 1, r.stderr);
   t.regex(JSON.parse(r.stdout).targets[0].reason, /hook failed \(sh did not finish within 2s \(killed\)\)/);
-  // the CLI itself takes a second or two to start: the bound is the hook's timeout + 3s + that
-  t.true(ms < 2000 + SLACK_MS + 5000, `${ms}ms`);
+  // killed: the run ended before the 20s the hook would have taken, and the hook with it
+  t.true(ms < 20_000, `${ms}ms`);
   t.is(git(repo, 'rev-parse', 'main'), bad, 'onHookFailure: alert — nothing written');
-  await sleep(500);
-  t.false(existsSync(marker));
+  t.true(await gone(Number(readFileSync(pidFile, 'utf8'))), 'the hook is gone');
+  t.false(existsSync(marker), 'it never ran to its end');
 
   const tooLong = writeFile(dir, 'long.yaml', readFileSync(config, 'utf8').replace('timeout: 2s', 'timeout: 25d'));
   const v = await lastgood(['validate', '--config', tooLong]);

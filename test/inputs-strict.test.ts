@@ -201,11 +201,10 @@ test('a YAML alias bomb in the config is a config error with the file and line, 
   const levels = 'abcdefghi'.split('');
   const bomb = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]', ...levels.slice(1).map((l, i) => `${l}: &${l} [${Array(9).fill(`*${levels[i]}`).join(',')}]`)].join('\n');
   const config = writeFile(dir, 'lastgood.yaml', `${bomb}\nrepo: { url: ./repo }\ntargets: []\n`);
-  const started = Date.now();
+  // expanded, the bomb is 9^9 strings: it would not end (or fit in memory) before ava's timeout
   const r = await lastgood(['validate', '--config', config]);
   t.is(r.code, 2, r.stderr);
   t.regex(r.stderr, /lastgood\.yaml:2: cannot read the YAML: .*alias/i);
-  t.true(Date.now() - started < 10_000);
   noInternalError(t, r);
 });
 

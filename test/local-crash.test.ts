@@ -16,14 +16,15 @@ import { NOW, revertsOf, run, runPaused, scenario, type Scenario } from './suppo
  * change.
  */
 
-type Point = 'index-locked' | 'ref-locked' | 'ref-written' | 'ref-renamed' | 'worktree-write' | 'index-written' | 'index-renamed';
+type Point = 'index-locked' | 'ref-locked' | 'ref-written' | 'ref-renamed' | 'worktree-write' | 'worktree-temp' | 'index-written' | 'index-renamed';
 
 const BARE_POINTS: Point[] = ['ref-locked', 'ref-written', 'ref-renamed'];
-const WORKING_COPY_POINTS: Point[] = ['index-locked', 'ref-locked', 'ref-written', 'ref-renamed', 'worktree-write', 'index-written', 'index-renamed'];
+// worktree-temp: a file of the work tree written, not yet renamed into place (issue 19 class 6)
+const WORKING_COPY_POINTS: Point[] = ['index-locked', 'ref-locked', 'ref-written', 'ref-renamed', 'worktree-write', 'worktree-temp', 'index-written', 'index-renamed'];
 /** points at which the branch has already moved */
-const AFTER_RENAME = new Set<Point>(['ref-renamed', 'worktree-write', 'index-written', 'index-renamed']);
+const AFTER_RENAME = new Set<Point>(['ref-renamed', 'worktree-write', 'worktree-temp', 'index-written', 'index-renamed']);
 /** points at which a working-copy run holds .git/index.lock */
-const INDEX_LOCKED = new Set<Point>(['index-locked', 'ref-locked', 'ref-written', 'ref-renamed', 'worktree-write', 'index-written']);
+const INDEX_LOCKED = new Set<Point>(['index-locked', 'ref-locked', 'ref-written', 'ref-renamed', 'worktree-write', 'worktree-temp', 'index-written']);
 
 const gitdirOf = (s: Scenario) => (s.bare ? s.repo : path.join(s.repo, '.git'));
 
@@ -66,6 +67,8 @@ function checkState(t: import('ava').ExecutionContext, { s, old, state }: Trial,
   t.is(state.refLock, point === 'ref-locked' || point === 'ref-written', 'the ref lock is left exactly while it was held, as a killed git leaves it');
   t.is(state.indexLock, !s.bare && INDEX_LOCKED.has(point));
   t.is(git(s.repo, 'fsck', '--no-progress', '--no-dangling'), '', 'git fsck is clean');
+  // nothing of the run's own in the work tree: no temporary file for `git add -A` to commit
+  if (!s.bare) t.deepEqual(git(s.repo, 'status', '--porcelain', '--untracked-files=all').split('\n').filter((l) => l.startsWith('??')), [], 'no untracked file left');
 }
 
 let trials = 0;
@@ -112,9 +115,22 @@ async function recover(t: import('ava').ExecutionContext, { s, old, state }: Tri
   t.is(r.commit, git(s.repo, 'rev-parse', 'main'));
   t.is(git(s.repo, 'rev-parse', 'main^'), old);
   t.deepEqual(revertsOf(s.repo, s.bad), [r.commit]);
-  if (!s.bare) t.is(git(s.repo, 'status', '--porcelain'), '', 'the working copy is main, nothing else');
+  if (!s.bare) t.is(git(s.repo, 'status', '--porcelain', '--untracked-files=all'), '', 'the working copy is main, nothing else');
+  if (!s.bare) t.false(existsSync(path.join(gitdirOf(s), 'lastgood-tmp')), 'the temporary folder is removed by the next run');
   t.is(git(s.repo, 'fsck', '--no-progress', '--no-dangling'), '');
 }
+
+test('a temporary file an interrupted (older) run left in a target folder is recognised and removed, not refused as a person\'s change', async (t) => {
+  const s = scenario({ bare: false });
+  const folder = path.join(s.repo, 'apps/podinfo/overlays/prod');
+  writeFileSync(path.join(folder, '.kustomization.yaml.lastgood-0123456789ab'), 'half a file');
+  writeFileSync(path.join(folder, '.hpa.yaml.lastgood-link'), 'x');
+  const r = await run(s);
+  t.is(r.code, 0, r.stdout + r.stderr);
+  t.true(r.created);
+  t.regex(r.stdout, /removed apps\/podinfo\/overlays\/prod\/\.hpa\.yaml\.lastgood-link, apps\/podinfo\/overlays\/prod\/\.kustomization\.yaml\.lastgood-0123456789ab: temporary files of an interrupted lastgood run/);
+  t.is(git(s.repo, 'status', '--porcelain', '--untracked-files=all'), '');
+});
 
 for (const point of WORKING_COPY_POINTS) {
   test(`after a kill at ${point} (working copy), the next runs say how to recover and then finish the job once`, async (t) => {

@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { TargetModel } from '../src/model/types.ts';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import jsYaml from 'js-yaml';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import { everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
 import jsYaml from 'js-yaml';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { locate, revertInput } from '../src/history/locate.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';

@@ -4,12 +4,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import { newestVerified, parseNote } from '../src/history/notes.ts';
-import { openLocalNotes } from '../src/deliver/local-notes.ts';
+import { openLocalNotes } from '../src/deliver/local/notes.ts';
 import { commit, git, makeRepo, tempDir } from './support/git.ts';
 
 /** Verified last-known-good records in git notes: format, appending, races, and native git's view. */
 
-const NOTES_MODULE = pathToFileURL(path.resolve('src/deliver/local-notes.ts')).href;
+const NOTES_MODULE = pathToFileURL(path.resolve('src/deliver/local/notes.ts')).href;
 
 test('records are appended to the commit note, listed per target, and shown by git log --notes=lastgood', async (t) => {
   const dir = makeRepo();
@@ -55,7 +55,8 @@ test('two stores racing in one process both keep their records', async (t) => {
   const dir = makeRepo();
   const shas = [1, 2, 3, 4, 5].map((i) => commit(dir, { 'a.yaml': `a: ${i}\n` }, `c${i}`));
   const gitdir = path.join(dir, '.git');
-  const [one, two] = [openLocalNotes({ fs, dir, gitdir }), openLocalNotes({ fs, dir, gitdir })];
+  // ten writers queue on one lock: the wait for it is not what this test is about (a loaded machine may take long)
+  const [one, two] = [openLocalNotes({ fs, dir, gitdir, lockTimeoutMs: 110_000 }), openLocalNotes({ fs, dir, gitdir, lockTimeoutMs: 110_000 })];
   await Promise.all(
     shas.flatMap((sha, i) => [
       one!.record(sha, { target: 'one', at: `2026-11-01T10:0${i}:00Z`, evidence: 'e' }),

@@ -5,12 +5,12 @@ import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import fc from 'fast-check';
 import git from 'isomorphic-git';
-import { BrokenRefError, compareAndSwapRef, LockHeldError, readPackedRefs, readRef, RefLock, type StepHook } from '../src/deliver/refs.ts';
+import { BrokenRefError, compareAndSwapRef, LockHeldError, readPackedRefs, readRef, RefLock, type StepHook } from '../src/deliver/local/refs.ts';
 import { InputError } from '../src/errors.ts';
 import { commit, git as sh, makeRepo, tempDir } from './support/git.ts';
 
 /**
- * git's ref discipline (src/deliver/refs.ts): strict reads that agree with git, the lock protocol
+ * git's ref discipline (src/deliver/local/refs.ts): strict reads that agree with git, the lock protocol
  * both ways (git honours lastgood's lock, lastgood honours git's), packed refs, and no lost update
  * under any interleaving of lastgood's writes with git's own writers.
  */
@@ -340,7 +340,7 @@ test('the same property catches the old unlocked write (the scheduler can find a
 
 // ---------------------------------------------------------------- real processes
 
-const REFS_MODULE = pathToFileURL(path.resolve('src/deliver/refs.ts')).href;
+const REFS_MODULE = pathToFileURL(path.resolve('src/deliver/local/refs.ts')).href;
 
 test('multi-process: lastgood writers, git writers and git pack-refs racing for real; no claimed commit is lost', async (t) => {
   for (let round = 0; round < 2; round++) {

@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { planRestore } from '../src/revert/restore.ts';
 import { commit, git, makeRepo } from './support/git.ts';
 

@@ -75,7 +75,7 @@ test('revert-or-restore falls back to restore on a conflict and says so', async 
 
 test('check --record writes a verified note, lkg lists it, and the revert says the LKG was verified', async (t) => {
   const s = setup('revert');
-  const healthy = writeFile(s.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.good}`, applied: `main@sha1:${s.good}`, ready: 'True' })));
+  const healthy = writeFile(s.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.good}`, applied: `main@sha1:${s.good}`, ready: 'True', since: '2026-11-01T11:50:00Z' })));
   const rec = await lastgood(['check', '--config', s.config, '--snapshot', healthy, '--record', '--now', '2026-11-01T12:00:00Z', '--json']);
   t.is(rec.code, 0, rec.stderr);
   t.is(JSON.parse(rec.stdout).targets[0].lastKnownGood, s.good);

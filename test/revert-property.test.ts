@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import fc from 'fast-check';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { RevertImpossible } from '../src/errors.ts';
 import type { FileChange } from '../src/repo/types.ts';
 import { mergeText } from '../src/revert/merge-lines.ts';

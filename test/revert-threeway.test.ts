@@ -1,7 +1,7 @@
 import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { LocalRepo } from '../src/deliver/local.ts';
+import { LocalRepo } from '../src/deliver/local/index.ts';
 import { RevertImpossible } from '../src/errors.ts';
 import type { FileChange } from '../src/repo/types.ts';
 import { planRestore } from '../src/revert/restore.ts';

@@ -101,11 +101,10 @@ test('bound: at most maxBytes bytes, with a visible marker; multi-byte character
   t.is(Buffer.byteLength(kept) + Number(/(\d+) bytes/.exec(out)![1]), Buffer.byteLength(long));
 });
 
-test('scrubText on 10 MB: fast, bounded, secrets before the cut gone, the count of cut bytes right', (t) => {
+// a pattern that backtracks on 10 MB would not end before ava's timeout: how fast it is, is npm run bench's business
+test('scrubText on 10 MB: bounded, secrets before the cut gone, the count of cut bytes right', (t) => {
   const big = `${SHAPES[0]!.text} ${'x'.repeat(10 * 1024 * 1024)}`;
-  const started = Date.now();
   const out = scrubText(big);
-  t.true(Date.now() - started < 1000, `${Date.now() - started}ms`);
   t.true(Buffer.byteLength(out) < 4200);
   t.false(out.includes(SHAPES[0]!.secret));
   const kept = out.replace(/…\[truncated \d+ bytes\]$/, '');
@@ -116,9 +115,8 @@ test('scrubDeep: every string of a tree, in place; shared subtrees (YAML anchors
   const shared = { m: SHAPES[0]!.text };
   const layer1 = Array.from({ length: 30 }, () => shared);
   const tree: any = { a: layer1, b: Array.from({ length: 30 }, () => layer1), d: new Date(0), n: 3 };
-  const started = Date.now();
+  // 30 × 30 references to one subtree: visited once (a tree walk would still end; the count says it)
   t.is(scrubDeep(tree), tree);
-  t.true(Date.now() - started < 500);
   t.is(tree.a[0].m, '***');
   t.true(tree.d instanceof Date);
   t.is(tree.n, 3);

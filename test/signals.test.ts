@@ -77,8 +77,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const { code, signal: by } = await exited;
     const number = os.constants.signals[signal];
     t.true(by === signal || code === 128 + number, `${code} ${by}`);
-    t.true(await waitFor(() => !alive(cli[0]!), 3000), 'the child that would write the revert is gone');
-    t.true(await waitFor(() => !alive(group), 3000), 'the hook is gone');
+    t.true(await waitFor(() => !alive(cli[0]!), 30_000), 'the child that would write the revert is gone');
+    t.true(await waitFor(() => !alive(group), 30_000), 'the hook is gone');
 
     await sleep(4000); // past the moment the hook would have finished and the revert been written
     t.false(existsSync(hookDone), 'the hook did not run to its end');

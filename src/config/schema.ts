@@ -107,6 +107,7 @@ const TargetSettings = {
   settle: z.boolean().describe('hold a revert while another promotion or sync of the target is in flight'),
   maxAge: DurationOrOff.describe('ignore failures older than this ("off": never)'),
   cooldown: DurationOrOff.describe('no second revert of the same target within this long after the last one ("off": none)'),
+  soak: Duration.describe('a revision is recorded as a verified last-known-good only after the target has stayed healthy at it for this long (as Kargo\'s requiredSoakTime)'),
   freezeUntil: z.iso
     .datetime({ offset: true, message: 'expected an ISO 8601 time with a zone, like 2026-11-01T12:00:00Z' })
     .refine((t) => parseTime(t) !== undefined, { message: 'not a valid time (no such day or hour)' })
@@ -160,6 +161,7 @@ export const Target = z
     settle: TargetSettings.settle.optional(),
     maxAge: TargetSettings.maxAge.optional(),
     cooldown: TargetSettings.cooldown.optional(),
+    soak: TargetSettings.soak.optional(),
     freezeUntil: TargetSettings.freezeUntil.optional(),
     blastRadius: BlastRadius.optional(),
     allowRevertDuring: RevertHazards.optional(),
@@ -212,7 +214,12 @@ export const Controller = z
     namespace: z.string().min(1).optional().describe('namespace of the leader-election Lease (default: the pod\'s own, from POD_NAMESPACE, else "lastgood")'),
     leaseName: z.string().min(1).default('lastgood-controller').describe('name of the coordination.k8s.io Lease the replicas elect a leader with'),
     leaderElection: z.boolean().default(true).describe('elect one acting replica through the Lease (off: this process always acts; the repository still prevents a second revert)'),
-    listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080').default(':8080').describe('address of /healthz, /readyz and /metrics'),
+    listen: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected [host]:port, like :8080 or 127.0.0.1:8080')
+      .refine((l) => Number(/:(\d+)$/.exec(l)?.[1] ?? 0) <= 65535, { message: 'the port must be at most 65535 (0: any free port)' })
+      .default(':8080')
+      .describe('address of /healthz, /readyz and /metrics'),
     interval: Duration.default('10s').describe('how soon a failed target that waits for confirmations is assessed again with no change (each assessment counts)'),
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
@@ -271,6 +278,7 @@ export const ConfigSchema = z
         settle: TargetSettings.settle.default(true),
         maxAge: TargetSettings.maxAge.default('20m'),
         cooldown: TargetSettings.cooldown.default('30m'),
+        soak: TargetSettings.soak.default('5m'),
         freezeUntil: TargetSettings.freezeUntil.optional(),
       })
       .strict()
@@ -284,6 +292,7 @@ export const ConfigSchema = z
         settle: true,
         maxAge: '20m',
         cooldown: '30m',
+        soak: '5m',
       }),
     pullRequest: z
       .object({
@@ -362,6 +371,8 @@ export interface ResolvedTarget {
   maxAgeMs: number | undefined;
   /** no second revert within this long after the last one; 0: off */
   cooldownMs: number;
+  /** how long the target must stay healthy at a revision before it is recorded as a verified last-known-good */
+  soakMs: number;
   /** no reverts or hooks before this ISO time */
   freezeUntil: string | undefined;
   blastRadius: { allowEmpty: boolean; allowUntouchedFiles: boolean };
@@ -386,6 +397,7 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     settle: target.settle ?? d.settle,
     maxAgeMs: offOrMs(target.maxAge ?? d.maxAge),
     cooldownMs: offOrMs(target.cooldown ?? d.cooldown) ?? 0,
+    soakMs: parseDuration(target.soak ?? d.soak)!,
     freezeUntil: target.freezeUntil ?? d.freezeUntil,
     blastRadius: { allowEmpty: target.blastRadius?.allowEmpty ?? false, allowUntouchedFiles: target.blastRadius?.allowUntouchedFiles ?? false },
     allowRevertDuring: target.allowRevertDuring ?? [],

@@ -24,6 +24,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { systemClock, type Clock, type Timer } from '../clock.ts';
 import { parseDuration } from '../config/duration.ts';
 import { Controller as ControllerSchema, resolveTarget, type Config, type ControllerConfig, type ResolvedTarget } from '../config/schema.ts';
 import { failingRevision } from '../decide/guards.ts';
@@ -36,6 +37,7 @@ import { LastgoodError, RemoteError } from '../errors.ts';
 import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
 import { groupKind, type Observed } from '../observe/types.ts';
 import type { RepoBackend } from '../repo/types.ts';
+import { isOwnRevert } from '../report/once.ts';
 import { eventRecorder, type EventRecorder } from './events.ts';
 import { serveEndpoints } from './http.ts';
 import { leaderElector, type LeaderElector } from './leader.ts';
@@ -53,8 +55,8 @@ export interface ControllerOptions {
   identity?: string;
   /** overrides of the config's controller section (tests: listen on 127.0.0.1:0) */
   settings?: Partial<ControllerConfig>;
-  /** leader-election timings (default client-go's: 15 s, 10 s, 2 s) */
-  lease?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** leader-election timings (default client-go's: 15 s, 10 s, 2 s), and the clock they run on (default: the real one) */
+  lease?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number; clock?: Clock };
   watch?: WatchOptions;
   /** how long shutdown waits for repository work in flight (default 20 s, within the pod's 30 s grace) */
   shutdownGraceMs?: number;
@@ -65,6 +67,8 @@ export interface ControllerOptions {
   afterDeliver?(outcome: TargetOutcome): Promise<void>;
   /** serve Node's process metrics too (default true) */
   processMetrics?: boolean;
+  /** the clock decisions are made on and deadlines kept by (default: the real one; tests drive their own) */
+  clock?: Clock;
   /** where files named by the config are (analysis.prometheus.auth.*File; default: the working directory) */
   configDir?: string;
   /** observer, for tests and the benchmark: a target's metric checks after each update (the measurements it took) */
@@ -105,7 +109,7 @@ interface Slot {
   queued: boolean;
   /** when the change that queued the next evaluation arrived (undefined: a timer or a sync queued it) */
   changedAt?: number;
-  timer?: NodeJS.Timeout;
+  timer?: Timer;
   /** when the timer fires, and when the tracker wants the target looked at again (may be later) */
   timerAt?: number;
   wantAt?: number;
@@ -140,6 +144,7 @@ const STATUS_RECORDS_WAIT_MS = 3_000;
 
 export function createController(opts: ControllerOptions): Controller {
   const { config, repo, kc } = opts;
+  const clock = opts.clock ?? systemClock;
   const settings: ControllerConfig = { ...ControllerSchema.parse(config.controller ?? {}), ...opts.settings };
   const intervalMs = parseDuration(settings.interval)!;
   const identity = opts.identity ?? `${process.env.POD_NAME || os.hostname()}_${randomUUID().slice(0, 8)}`;
@@ -180,7 +185,7 @@ export function createController(opts: ControllerOptions): Controller {
     change(key) {
       const slots = byKey.get(key);
       if (!slots) return;
-      const now = Date.now();
+      const now = clock.now();
       for (const slot of slots) {
         slot.changedAt ??= now;
         enqueue(slot);
@@ -215,7 +220,7 @@ export function createController(opts: ControllerOptions): Controller {
       leading = true;
       metrics.leader(true);
       // act on what is already known: failures waiting for a leader, healthy revisions not recorded
-      for (const slot of slots) consider(slot, Date.now());
+      for (const slot of slots) consider(slot, clock.now());
     },
     onStoppedLeading() {
       leading = false;
@@ -242,7 +247,7 @@ export function createController(opts: ControllerOptions): Controller {
     const batch = pending;
     pending = [];
     flushing = false;
-    const now = Date.now();
+    const now = clock.now();
     for (const slot of batch) {
       slot.queued = false;
       const changedAt = slot.changedAt;
@@ -266,7 +271,7 @@ export function createController(opts: ControllerOptions): Controller {
     slot.verdict = verdict;
     slot.observed = observed;
     const guards = slot.guards && slot.guards.until > now ? slot.guards : undefined;
-    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...(guards ? { guards: guards.guards } : {}) });
+    const evaluation = evaluate(slot.track, { verdict, target: slot.target, now, intervalMs, ...recording(slot, verdict), ...(guards ? { guards: guards.guards } : {}) });
     slot.evaluation = evaluation;
     if (before !== verdict.verdict) metrics.verdictChanged(slot.target.name, before, verdict.verdict);
     metrics.decision(evaluation.decision.action);
@@ -280,7 +285,7 @@ export function createController(opts: ControllerOptions): Controller {
     schedule(slot, earliest(evaluation.nextAt, analysis?.nextAt));
     tell(slot, evaluation);
     // the observer is told when the decision was made (a batch shares one clock reading `now`)
-    if (opts.onEvaluated) opts.onEvaluated(slot.target.name, evaluation, Date.now(), changedAt);
+    if (opts.onEvaluated) opts.onEvaluated(slot.target.name, evaluation, clock.now(), changedAt);
     consider(slot, now);
   }
 
@@ -300,7 +305,7 @@ export function createController(opts: ControllerOptions): Controller {
       const seen = workload;
       analysisJobs.push(async () => {
         try {
-          const result = await a.session.update(observed, Date.now());
+          const result = await a.session.update(observed, clock.now());
           a.seen = seen;
           for (const e of result.evidence) if (e.problem?.code === 3) metrics.remoteError(/^(kubernetes|prometheus)/.exec(e.problem.message)?.[1] ?? 'prometheus');
           opts.onAnalysed?.(slot.target.name, result);
@@ -342,10 +347,17 @@ export function createController(opts: ControllerOptions): Controller {
     // a decision on metric evidence older than what is observed waits for the update under way
     if (!e || !leading || stopping || slot.busy || slot.analysis?.pending) return;
     if (e.act) work(slot, () => act(slot));
-    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes) {
+    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes && e.soak?.ok) {
       const sha = revisionOf(e.verdict);
       if (sha && !isRecorded(slot, sha)) work(slot, () => record(slot, now));
     }
+  }
+
+  /** A healthy revision not recorded yet: the tracker says when it will have soaked (and the controller looks again then). */
+  function recording(slot: Slot, verdict: Verdict): { soakMs?: number } {
+    if (!settings.record || !repo.notes || verdict.verdict !== 'healthy') return {};
+    const sha = revisionOf(verdict);
+    return sha && !isRecorded(slot, sha) ? { soakMs: slot.target.soakMs } : {};
   }
 
   /**
@@ -357,26 +369,25 @@ export function createController(opts: ControllerOptions): Controller {
   function schedule(slot: Slot, at: number | undefined): void {
     slot.wantAt = at;
     if (at === undefined || stopping) {
-      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer?.cancel();
       slot.timer = undefined;
       slot.timerAt = undefined;
       return;
     }
     if (slot.timer && slot.timerAt! <= at) return;
-    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer?.cancel();
     arm(slot, at);
   }
   function arm(slot: Slot, at: number): void {
     slot.timerAt = at;
-    slot.timer = setTimeout(() => {
+    slot.timer = clock.setTimer(() => {
       slot.timer = undefined;
       slot.timerAt = undefined;
       const wanted = slot.wantAt;
       if (wanted === undefined || stopping) return;
-      if (wanted > Date.now()) arm(slot, wanted);
+      if (wanted > clock.now()) arm(slot, wanted);
       else enqueue(slot);
-    }, Math.max(0, Math.min(at - Date.now(), 2 ** 31 - 1)));
-    slot.timer.unref?.();
+    }, at - clock.now());
   }
 
   // ---- repository work: bounded concurrency, one job per target
@@ -393,7 +404,7 @@ export function createController(opts: ControllerOptions): Controller {
       } finally {
         slot.busy = false;
         // what changed while the job ran is looked at now
-        if (!stopping) consider(slot, Date.now());
+        if (!stopping) consider(slot, clock.now());
       }
     });
     pump();
@@ -416,7 +427,7 @@ export function createController(opts: ControllerOptions): Controller {
   async function act(slot: Slot): Promise<void> {
     const verdict = slot.verdict;
     if (!verdict) return;
-    const now = Date.now();
+    const now = clock.now();
     // decide again on what is known now: the evaluation that queued this job may be stale (the
     // target healed, or this failure was acted on meanwhile); only then read the repository
     const cached = slot.guards && slot.guards.until > now ? slot.guards.guards : undefined;
@@ -463,25 +474,26 @@ export function createController(opts: ControllerOptions): Controller {
       opts.onActed?.(slot.target.name, outcome);
       return;
     }
-    slot.track = acted(slot.track, key, true, Date.now());
-    slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: Date.now(), intervalMs });
+    slot.track = acted(slot.track, key, true, clock.now());
+    slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: clock.now(), intervalMs });
     const result = revertResult(outcome);
     if (result) {
       const since = e.verdict.since ? Date.parse(e.verdict.since) : undefined;
-      metrics.revert(slot.target.name, result, since === undefined ? undefined : (Date.now() - since) / 1000);
+      metrics.revert(slot.target.name, result, since === undefined ? undefined : (clock.now() - since) / 1000);
     }
     tlog.info({ action: outcome.action, commit: outcome.commit, pullRequest: outcome.pullRequest, created: outcome.created, reason: outcome.reason }, outcome.action === 'revert' ? 'revert done' : 'acted');
     opts.onActed?.(slot.target.name, outcome);
+    // the Event, once per revert whoever made it (a leader killed after its push left it to this one): events.ts eventName
     const failing = failingObject(slot, e.verdict);
-    if (events && failing && ((outcome.action === 'revert' && outcome.created) || outcome.action === 'alert')) await events.record(failing.object, outcome);
+    if (events && failing && (outcome.action === 'alert' || (await isOwnRevert(repo, outcome).catch(() => false)))) await events.record(failing.object, outcome);
   }
 
   function failed(slot: Slot, key: string, error: unknown, tlog: Logger): void {
-    slot.track = acted(slot.track, key, false, Date.now());
+    slot.track = acted(slot.track, key, false, clock.now());
     if (error instanceof RemoteError) metrics.remoteError(error.system);
     // the engine reports a target's error in its outcome: RemoteError messages start with the system
     else if (error instanceof RemoteErrorLike && error.code === 3) metrics.remoteError(new RegExp(`^(${REMOTE_SYSTEMS.join('|')}): `).exec(error.message)?.[1] ?? 'unknown');
-    const retry = evaluate(slot.track, { verdict: slot.verdict!, target: slot.target, now: Date.now(), intervalMs });
+    const retry = evaluate(slot.track, { verdict: slot.verdict!, target: slot.target, now: clock.now(), intervalMs });
     slot.evaluation = retry;
     schedule(slot, retry.nextAt);
     tlog.error({ err: error instanceof LastgoodError || error instanceof RemoteErrorLike ? error.message : error, retryAt: retry.nextAt ? new Date(retry.nextAt).toISOString() : undefined }, 'acting failed; will retry');
@@ -513,12 +525,16 @@ export function createController(opts: ControllerOptions): Controller {
       await loadRecorded(store);
       const sha = revisionOf(slot.verdict!);
       if (!sha || isRecorded(slot, sha) || slot.verdict?.verdict !== 'healthy') return;
-      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo, ...analysisOf(slot) })) {
+      const watched = slot.track.healthy ? new Map([[slot.target.name, slot.track.healthy]]) : undefined;
+      for (const r of await recordHealthy({ config, observed: slot.observed, now: new Date(now), target: slot.target.name, repo, ...analysisOf(slot), ...(watched ? { watched } : {}) })) {
         if (r.recorded && r.commit) {
           slot.recorded.add(r.commit);
           slot.lastKnownGood = { commit: r.commit, at: new Date(now).toISOString(), source: 'recorded' };
           metrics.recorded();
           slot.log.info({ revision: r.commit }, 'recorded verified last-known-good');
+        } else if (r.soaking) {
+          // healthy, not for the whole soak yet: the tracker looks again when it will have soaked
+          slot.log.debug({ revision: sha, reason: r.reason }, 'not recorded yet');
         } else {
           // not a commit of this repository (or no revision told): remember it, do not ask again
           slot.recorded.add(sha);
@@ -553,18 +569,18 @@ export function createController(opts: ControllerOptions): Controller {
       if (stopping) return;
       stopping = true;
       log.info({ inFlight: running.size, queued: jobs.length }, 'stopping');
-      for (const slot of slots) if (slot.timer) clearTimeout(slot.timer);
+      for (const slot of slots) slot.timer?.cancel();
       const abandoned = jobs.length;
       jobs.length = 0;
       if (abandoned) log.info({ abandoned }, 'queued repository work abandoned (nothing of it was written)');
       await watch.stop();
       const grace = opts.shutdownGraceMs ?? DEFAULT_GRACE_MS;
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       const finished = await Promise.race([
         Promise.allSettled([...running]).then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), grace))),
+        new Promise<boolean>((resolve) => (timer = clock.setTimer(() => resolve(false), grace))),
       ]);
-      clearTimeout(timer);
+      timer?.cancel();
       if (!finished) log.warn({ graceMs: grace }, 'repository work still in flight at the end of the grace period: abandoned (a delivery is one ref update: nothing is half-written)');
       await elector?.stop();
       if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));

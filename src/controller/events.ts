@@ -7,7 +7,7 @@
  * events.k8s.io/v1 Events, named as client-go's recorder names them (<object>.<hex time>), with
  * an eventTime in V1MicroTime (a real API server refuses a millisecond time there).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { EventsV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { TargetOutcome } from '../engine.ts';
@@ -19,8 +19,21 @@ export const REPORTING_CONTROLLER = 'lastgood.dev/controller';
 const NOTE_MAX_BYTES = 1024;
 
 export interface EventRecorder {
-  /** an Event on `object` about what was done for the target; never throws */
+  /** an Event on `object` about what was done for the target, once (its name is the revert's); never throws */
   record(object: KubeObject, outcome: TargetOutcome): Promise<void>;
+}
+
+/**
+ * The Event's name: the object's, and a digest of what it reports (the target, the reason, the
+ * failure's bad commit and the revert or pull request). The same report made again (a retry, a
+ * restarted controller, the next leader after one killed between its push and its Event) has the
+ * same name, and the API server refuses the second (409 AlreadyExists): one Event per revert.
+ */
+export function eventName(object: KubeObject, outcome: TargetOutcome, reason: string): string {
+  const failure = outcome.bad[0] ?? outcome.evidence.filter((e) => e.state === 'failed').map((e) => `${e.attempted?.sha ?? ''}@${e.since ?? ''}`).join(',');
+  const made = outcome.pullRequest ?? outcome.commit ?? '';
+  const digest = createHash('sha256').update(`${outcome.name}\n${reason}\n${failure}\n${made}`).digest('hex').slice(0, 16);
+  return `${object.metadata.name}.${digest}`;
 }
 
 export function eventRecorder(kc: KubeConfig, identity: string, log: Logger): EventRecorder {
@@ -34,7 +47,7 @@ export function eventRecorder(kc: KubeConfig, identity: string, log: Logger): Ev
         await api.createNamespacedEvent({
           namespace,
           body: {
-            metadata: { name: `${object.metadata.name}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`, namespace },
+            metadata: { name: eventName(object, outcome, what.reason), namespace },
             eventTime: new V1MicroTime(),
             reportingController: REPORTING_CONTROLLER,
             reportingInstance: identity.slice(0, 128),
@@ -51,6 +64,11 @@ export function eventRecorder(kc: KubeConfig, identity: string, log: Logger): Ev
           },
         });
       } catch (error) {
+        // written already (by this controller before a restart, or the leader before this one): once is enough
+        if ((error as { code?: number }).code === 409) {
+          log.debug({ target: outcome.name, reason: what.reason }, 'the Event was created before');
+          return;
+        }
         log.warn({ target: outcome.name, err: error }, 'cannot create a Kubernetes Event (RBAC: create events.k8s.io events)');
       }
     },
@@ -60,10 +78,11 @@ export function eventRecorder(kc: KubeConfig, identity: string, log: Logger): Ev
 function describeOutcome(o: TargetOutcome): { action: string; reason: string; type: 'Normal' | 'Warning'; note: string } | undefined {
   const bad = o.bad.length ? ` ${o.bad.map((s) => s.slice(0, 12)).join(', ')}` : '';
   const to = o.lastKnownGood ? ` back to ${o.lastKnownGood.slice(0, 12)}${o.verified ? ' (verified)' : ''}` : '';
-  if (o.action === 'revert' && o.created && o.pullRequest) {
+  // the caller tells a revert of lastgood's (made now, or found made) from anything else (report/once.ts isOwnRevert)
+  if (o.action === 'revert' && o.pullRequest) {
     return { action: 'Revert', reason: 'RevertPullRequestOpened', type: 'Normal', note: `lastgood opened ${o.pullRequest} for target ${o.name}: reverts${bad}${to}. ${o.summary}` };
   }
-  if (o.action === 'revert' && o.created && o.commit) {
+  if (o.action === 'revert' && o.commit) {
     return { action: 'Revert', reason: 'RevertCommitted', type: 'Normal', note: `lastgood committed ${o.commit.slice(0, 12)} on the config repository for target ${o.name}: reverts${bad}${to}. ${o.summary}` };
   }
   if (o.action === 'alert' && (o.verdict === 'failed' || o.verdict === 'stuck')) {

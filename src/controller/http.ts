@@ -8,7 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { InputError } from '../errors.ts';
+import { InputError, LocalError } from '../errors.ts';
 
 export interface Readiness {
   ready: boolean;
@@ -57,7 +57,15 @@ export async function serveEndpoints(listen: string, opts: { readiness(): Readin
   // the kubelet's probes and Prometheus open short connections: none may hold shutdown
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      // the world's fault (another process has the port, a privileged port, no such address): said so, exit 3
+      const why: Record<string, string> = {
+        EADDRINUSE: 'another process listens on it',
+        EACCES: 'this process may not listen on it (a port below 1024 needs privileges)',
+        EADDRNOTAVAIL: 'this machine has no such address',
+      };
+      reject(new LocalError(`controller.listen "${listen}": cannot serve /healthz, /readyz and /metrics there: ${why[error.code ?? ''] ?? error.message} (${error.code ?? 'error'}); choose another controller.listen`, { path: listen, code: error.code, cause: error }));
+    });
     server.listen(port, host, () => resolve());
   });
   return server as http.Server & { address(): AddressInfo };

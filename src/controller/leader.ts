@@ -19,6 +19,7 @@
  */
 import { CoordinationV1Api, Observable, V1MicroTime, type ConfigurationOptions, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { systemClock, type Clock, type Timer } from '../clock.ts';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;
@@ -32,6 +33,8 @@ export interface LeaderElectionOptions {
   onStartedLeading(): void;
   onStoppedLeading(): void;
   log: Logger;
+  /** the clock lease expiry is judged by and retries are timed on (default: the real one) */
+  clock?: Clock;
 }
 
 export const LEASE_DURATION_MS = 15_000;
@@ -56,6 +59,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
   const leaseMs = opts.leaseDurationMs ?? LEASE_DURATION_MS;
   const renewDeadlineMs = opts.renewDeadlineMs ?? RENEW_DEADLINE_MS;
   const retryMs = opts.retryPeriodMs ?? RETRY_PERIOD_MS;
+  const clock = opts.clock ?? systemClock;
   if (!(retryMs < renewDeadlineMs && renewDeadlineMs < leaseMs)) {
     throw new RangeError(`leader election needs retry period < renew deadline < lease duration (got ${retryMs} ms, ${renewDeadlineMs} ms, ${leaseMs} ms)`);
   }
@@ -77,7 +81,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
   let leader = false;
   let holder = '';
   let running = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Timer | undefined;
   let tick: Promise<void> | undefined;
   let lastRenew = 0;
   let observedRecord = '';
@@ -88,7 +92,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
 
   /** One attempt: true when this replica holds the lease afterwards. Never throws. */
   async function tryAcquireOrRenew(): Promise<boolean> {
-    const now = new V1MicroTime();
+    const now = new V1MicroTime(clock.now());
     let lease: V1Lease;
     try {
       lease = await api.readNamespacedLease(ref, timeout);
@@ -101,7 +105,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
         const spec: V1LeaseSpec = { holderIdentity: opts.identity, leaseDurationSeconds: leaseSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 };
         const created = await api.createNamespacedLease({ namespace: opts.namespace, body: { metadata: { name: opts.name, namespace: opts.namespace }, spec } }, timeout);
         observedRecord = record(created.spec);
-        observedAt = Date.now();
+        observedAt = clock.now();
         holder = opts.identity;
         return true;
       } catch (createError) {
@@ -113,12 +117,12 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
     const seen = record(spec);
     if (seen !== observedRecord) {
       observedRecord = seen;
-      observedAt = Date.now();
+      observedAt = clock.now();
     }
     holder = spec.holderIdentity ?? '';
     const mine = holder === opts.identity;
     const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
-    if (holder && !mine && observedAt + durationMs > Date.now()) return false;
+    if (holder && !mine && observedAt + durationMs > clock.now()) return false;
     const next: V1LeaseSpec = {
       ...spec,
       holderIdentity: opts.identity,
@@ -131,7 +135,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
     try {
       const updated = await api.replaceNamespacedLease({ ...ref, body: { ...lease, spec: next } }, timeout);
       observedRecord = record(updated.spec);
-      observedAt = Date.now();
+      observedAt = clock.now();
       holder = opts.identity;
       return true;
     } catch (error) {
@@ -142,7 +146,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
 
   async function step(): Promise<void> {
     const ok = await tryAcquireOrRenew();
-    const now = Date.now();
+    const now = clock.now();
     if (ok) {
       lastRenew = now;
       if (!leader && running) {
@@ -160,7 +164,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
   function schedule(): void {
     if (!running) return;
     const delay = leader ? retryMs : retryMs * (1 + Math.random() * JITTER);
-    timer = setTimeout(() => {
+    timer = clock.setTimer(() => {
       tick = step().finally(schedule);
     }, delay);
   }
@@ -169,7 +173,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
     try {
       const lease = await api.readNamespacedLease(ref, timeout);
       if (lease.spec?.holderIdentity !== opts.identity) return;
-      const now = new V1MicroTime();
+      const now = new V1MicroTime(clock.now());
       await api.replaceNamespacedLease({ ...ref, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now } } }, timeout);
       opts.log.info({ lease: opts.name, identity: opts.identity }, 'released the lease');
     } catch (error) {
@@ -191,7 +195,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
     },
     async stop() {
       running = false;
-      if (timer) clearTimeout(timer);
+      timer?.cancel();
       await tick;
       if (leader) {
         leader = false;

@@ -1,5 +1,6 @@
 import { formatDuration, parseDuration } from '../config/duration.ts';
 import type { HookSpecConfig, PolicyConfig, ResolvedTarget } from '../config/schema.ts';
+import { ageMs } from '../observe/times.ts';
 import { holdsOf, inFlightOf } from './guards.ts';
 import type { ActionKind, Decision, GuardName, HookPlan, RepoGuards, Verdict } from './types.ts';
 
@@ -21,6 +22,8 @@ export interface DecideInput {
  * What to do about one target's verdict. Pure: verdict, settings, clock and plain repo facts in,
  * a Decision out.
  *
+ * 0. An observation whose time lies ahead of the clock beyond the skew tolerance: nothing is
+ *    judged (held by `clock`, the reason says which object, field and time).
  * 1. Healthy or progressing: nothing (a failure that healed within a wait window ends here).
  * 2. The class's policy `none`: ignored.
  * 3. Confirmations: consecutive failed assessments. A one-shot run sees one, so there a failure
@@ -32,6 +35,9 @@ export interface DecideInput {
  * Every guard that holds a revert back says so in the reason.
  */
 export function decide({ verdict, target, now, observations, guards }: DecideInput): Decision {
+  // a time beyond the clock's skew tolerance: nothing about the target can be judged by time (maxAge, wait, stuckAfter)
+  const refused = verdict.evidence.flatMap((e) => (e.clockRefused ? [e.clockRefused] : []));
+  if (refused.length > 0) return held('none', 'clock', `not judged: ${refused.join('; ')}`);
   if (verdict.verdict === 'healthy') return { action: 'none', reason: 'healthy' };
   if (verdict.verdict === 'progressing') return { action: 'none', reason: verdict.summary };
   const cls = verdict.class ?? (verdict.verdict === 'stuck' ? 'stuck' : 'analysis');
@@ -39,7 +45,7 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
   if (policy === 'none') return { action: 'none', reason: `${verdict.summary}, ignored: the policy for ${cls} failures is none` };
 
   const failedAt = failureTime(verdict, target);
-  const age = failedAt === undefined ? undefined : now.getTime() - failedAt;
+  const age = failedAt === undefined ? undefined : ageMs(failedAt, now.getTime());
 
   const parts = [verdict.summary];
   if (verdict.verdict === 'failed') {
@@ -103,8 +109,9 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
   }
   const last = guards?.lastRevert;
   if (action === 'revert' && last && (target.cooldownMs ?? 0) > 0) {
+    // the host's clock (a commit date): within the skew tolerance it may lie a little ahead of ours
     const lastAt = Date.parse(last.at);
-    const sinceLast = now.getTime() - lastAt;
+    const sinceLast = ageMs(lastAt, now.getTime());
     // a second revert only when this failure comes after the last one (the cluster runs it, or the failure began after it)
     const second = last.deployed ?? (failedAt === undefined || failedAt >= lastAt);
     if (second && sinceLast < target.cooldownMs!) {

@@ -20,11 +20,16 @@
  *   failure is new (the repository still knows what was done).
  * - When to look again: the earliest moment the decision can change with no new event: stuckAfter
  *   running out, a policy `wait` ending, the next confirmation, freezeUntil, a cooldown ending,
- *   maxAge passing, the retry after a failed attempt.
+ *   maxAge passing, the retry after a failed attempt; and, for a door that records verified
+ *   last-known-good revisions, the moment a healthy revision will have soaked (decide/soak.ts).
+ * - Healthy runs: when this door first saw the target healthy at its revision, and whether it saw
+ *   it otherwise right before (a failure, another revision): a flapping target starts its soak
+ *   again at every healthy observation that follows another state.
  */
 import { formatDuration, parseDuration } from '../config/duration.ts';
 import { decide, type DecideTarget } from './decide.ts';
 import { failingRevision } from './guards.ts';
+import { healthyRevision, soaked, type HealthyRun, type Soak } from './soak.ts';
 import type { Decision, RepoGuards, Verdict, VerdictState } from './types.ts';
 
 /** The target settings the tracker reads (decide's, with stuckAfter). */
@@ -39,6 +44,8 @@ export interface Track {
   readonly stateSeenAt?: number;
   /** the failures the door acted on since the target was last healthy (newest last): key, when, whether it went through, attempts */
   readonly acted?: readonly Acted[];
+  /** the current run of healthy observations at one revision, when the target is healthy */
+  readonly healthy?: HealthyRun;
 }
 
 export interface Acted {
@@ -61,6 +68,13 @@ export function observe(track: Track, verdict: Verdict, now: number): Track {
     stateSeenAt: track.state === verdict.verdict && track.stateSeenAt !== undefined ? track.stateSeenAt : now,
   };
   if (track.acted && verdict.verdict !== 'healthy') next.acted = track.acted;
+  const revision = healthyRevision(verdict);
+  if (revision) {
+    // the same run while healthy at the same revision; anything else seen before starts a new one
+    next.healthy = track.state === 'healthy' && track.healthy?.revision === revision
+      ? track.healthy
+      : { revision, since: now, broken: track.state !== undefined };
+  }
   return next;
 }
 
@@ -76,6 +90,8 @@ export interface EvaluateInput {
   guards?: RepoGuards;
   /** the door's own deadline has passed (the Action's `wait`: how long it waited): a progressing target is stuck */
   deadline?: string;
+  /** the door records verified last-known-good revisions after this soak: say whether the healthy revision has soaked, and look again when it will have */
+  soakMs?: number;
 }
 
 export interface Evaluation {
@@ -92,6 +108,8 @@ export interface Evaluation {
   act: boolean;
   /** ms since the epoch: the earliest moment the decision may change without a new event; undefined: only a change can */
   nextAt?: number;
+  /** with `soakMs`: whether the healthy revision has stayed healthy for the soak (may be recorded), or why not */
+  soak?: Soak;
 }
 
 /** Backoff after a failed attempt to act: 1 s, doubling, at most 5 minutes. */
@@ -132,10 +150,15 @@ export function evaluate(track: Track, input: EvaluateInput): Evaluation {
     if (decision.heldBy !== 'maxAge' && target.maxAgeMs !== undefined && failedAt !== undefined) times.push(failedAt + target.maxAgeMs + 1);
     if (wantsToAct && retryAt !== undefined) times.push(retryAt);
   }
+  let soak: Soak | undefined;
+  if (input.soakMs !== undefined && verdict.verdict === 'healthy') {
+    soak = soaked({ verdict, soakMs: input.soakMs, now, ...(track.healthy ? { watched: track.healthy } : {}) });
+    if (!soak.ok && soak.at !== undefined) times.push(soak.at);
+  }
   let nextAt: number | undefined;
   for (const t of times) if (t !== undefined && !Number.isNaN(t) && t > now && (nextAt === undefined || t < nextAt)) nextAt = t;
 
-  return { verdict, byTracker: stuck !== undefined, decision, settled, act, ...(failureKey ? { failureKey } : {}), ...(nextAt !== undefined ? { nextAt } : {}) };
+  return { verdict, byTracker: stuck !== undefined, decision, settled, act, ...(failureKey ? { failureKey } : {}), ...(nextAt !== undefined ? { nextAt } : {}), ...(soak ? { soak } : {}) };
 }
 
 /** The door acted on a failure (ok: it went through, whatever the engine decided; not ok: an error, retried later). */

@@ -16,6 +16,8 @@ export interface Evidence extends Health {
   hold?: string;
   /** a shared parent failing because of other targets' objects (says which): not this target's failure */
   foreign?: string;
+  /** the object's time lies ahead of the clock beyond the skew tolerance: refused as evidence, and why (observe/times.ts) */
+  clockRefused?: string;
   /** a metric check (src/analysis/): its query, values, condition and times */
   analysis?: AnalysisDetail;
   /** why this evidence could not be evaluated, with the run's exit code for it (2 bad input, 3 an outside system) */
@@ -70,7 +72,7 @@ export interface Decision {
   hook?: HookPlan;
 }
 
-export type GuardName = 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'hazard';
+export type GuardName = 'clock' | 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'hazard';
 
 /** `env.inherit`: secret-looking variables the command may inherit (decide/hook.ts withholds them otherwise). */
 export type HookTarget = { url: string } | { command: string[]; env?: { inherit: string[] } };

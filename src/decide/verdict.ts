@@ -3,6 +3,7 @@ import { groupKind, type KubeObject, type Observed } from '../observe/types.ts';
 import type { ObjectRef } from '../health/types.ts';
 import type { ResolvedTarget } from '../config/schema.ts';
 import { formatDuration } from '../config/duration.ts';
+import { ageMs, clockRefusal } from '../observe/times.ts';
 import type { Evidence, Verdict } from './types.ts';
 
 type Resource = ResolvedTarget['resources'][number];
@@ -59,7 +60,7 @@ function withTargetImages(e: Evidence, object: KubeObject, index: Map<string, Ob
   if (e.attempted?.images?.length) return e;
   for (const w of workloadOf(e, object)) {
     const workload = index.get(objectKey(w.kind, object.metadata.namespace, w.name));
-    const images = workload ? toEvidence(workload.object, workload.source, new Date(0)).attempted?.images : undefined;
+    const images = workload ? assess(workload.object, new Date(0)).attempted?.images : undefined;
     if (images?.length) return { ...e, attempted: { ...(e.attempted ?? {}), images } };
   }
   return e;
@@ -98,11 +99,14 @@ function attribute(e: Evidence, mine: Resource[], others: Resource[][]): void {
 
 export function toEvidence(object: KubeObject, source: string, now: Date): Evidence {
   const h = assess(object, now);
-  const e: Evidence = {
+  const identity = {
     apiVersion: object.apiVersion, kind: object.kind, groupKind: groupKind(object.apiVersion, object.kind),
     namespace: object.metadata.namespace, name: object.metadata.name,
-    ...h, source,
   };
+  // the one rule of time, whichever door observed the object: beyond the skew tolerance, not evidence
+  const refused = clockRefusal(object, h, now, source);
+  if (refused) return { ...identity, state: 'unknown', reason: 'ClockSkew', message: refused, source, clockRefused: refused };
+  const e: Evidence = { ...identity, ...h, source };
   if (h.state === 'failed') e.failureClass = h.failureClass ?? 'analysis';
   const hold = object.metadata.annotations?.[HOLD_ANNOTATION];
   if (typeof hold === 'string') e.hold = hold.trim() || 'no reason given';
@@ -130,7 +134,7 @@ export function verdictFor(target: Pick<ResolvedTarget, 'name' | 'stuckAfterMs'>
     const first = failed[0]!;
     return {
       target: target.name, verdict: 'failed', class: cls, since, evidence,
-      summary: `failed (${cls}): ${describe(first)} ${first.reason}${since ? ` ${formatDuration(now.getTime() - Date.parse(since))} ago` : ''}`,
+      summary: `failed (${cls}): ${describe(first)} ${first.reason}${since ? ` ${formatDuration(ageMs(Date.parse(since), now.getTime()))} ago` : ''}`,
     };
   }
   const foreign = evidence.filter((e) => e.foreign);
@@ -145,13 +149,13 @@ export function verdictFor(target: Pick<ResolvedTarget, 'name' | 'stuckAfterMs'>
     const oldest = progressing.find((e) => e.since === since)!;
     return {
       target: target.name, verdict: 'stuck', class: 'stuck', since, evidence,
-      summary: `stuck: ${describe(oldest)} ${oldest.reason} for ${formatDuration(now.getTime() - Date.parse(since))} (limit ${formatDuration(target.stuckAfterMs)})`,
+      summary: `stuck: ${describe(oldest)} ${oldest.reason} for ${formatDuration(ageMs(Date.parse(since), now.getTime()))} (limit ${formatDuration(target.stuckAfterMs)})`,
     };
   }
   const waiting = evidence.find((e) => e.state !== 'healthy' && !e.foreign)!;
   return {
     target: target.name, verdict: 'progressing', since, evidence,
-    summary: `progressing: ${describe(waiting)} ${waiting.state} (${waiting.reason})${since ? ` for ${formatDuration(now.getTime() - Date.parse(since))}` : ''}`,
+    summary: `progressing: ${describe(waiting)} ${waiting.state} (${waiting.reason})${since ? ` for ${formatDuration(ageMs(Date.parse(since), now.getTime()))}` : ''}`,
   };
 }
 

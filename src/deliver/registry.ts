@@ -3,8 +3,8 @@ import { ConfigError, InputError, redact } from '../errors.ts';
 import type { Config } from '../config/schema.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import type { TransferEvent } from '../report/progress.ts';
-import { LocalRepo } from './local.ts';
-import { parseGitHubUrl } from './github-url.ts';
+import { LocalRepo } from './local/index.ts';
+import { parseGitHubUrl } from './github/url.ts';
 import { gitRemoteMatches, parseHttpUrl } from './git-remote/match.ts';
 import { isReviewProvider, providerOf } from './providers.ts';
 
@@ -56,7 +56,7 @@ registerBackend({
   kind: 'github',
   matches: (location, opts) => parseGitHubUrl(location, opts.apiUrl) !== undefined,
   // loaded on demand: Octokit is only needed for GitHub repositories
-  open: async (location, opts) => (await import('./github.ts')).gitHubBackendFactory.open(location, opts),
+  open: async (location, opts) => (await import('./github/index.ts')).gitHubBackendFactory.open(location, opts),
 });
 
 registerBackend({

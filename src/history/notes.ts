@@ -25,6 +25,34 @@ export interface Observation {
 }
 
 /**
+ * A side effect of a revert done once (issue 19: the notification), claimed in the repository
+ * itself so that retries, reruns and replicas agree: on the bad commit's note, one line per effect,
+ *
+ *   lastgood done target=<name> effect=<effect> revert=<sha> at=<ISO time>
+ *
+ * A claim is atomic where the notes are written under git's lock or the server's compare-and-swap:
+ * of two writers, one adds the line and the other finds it.
+ */
+export interface Receipt {
+  target: string;
+  effect: string;
+  /** the revert commit (or the pull request's head) it is about */
+  revert: string;
+  at: string;
+}
+
+export function formatReceipt(r: Receipt): string {
+  const word = (s: string) => s.replace(/\s+/g, '_');
+  return `lastgood done target=${word(r.target)} effect=${word(r.effect)} revert=${word(r.revert)} at=${word(r.at)}`;
+}
+
+/** Whether a note's text already holds a claim of this effect for this target (whatever its revert and time). */
+export function hasReceipt(text: string, r: Pick<Receipt, 'target' | 'effect'>): boolean {
+  const prefix = `lastgood done target=${r.target.replace(/\s+/g, '_')} effect=${r.effect.replace(/\s+/g, '_')} `;
+  return text.split('\n').some((l) => l.startsWith(prefix));
+}
+
+/**
  * What a store did with an observation. A store that cannot keep records (no permission) says
  * so, and the run goes on unverified; `void` means recorded.
  */
@@ -36,7 +64,7 @@ export interface RecordResult {
 
 /**
  * Verified last-known-good records, wherever a backend keeps them: git notes (local and git
- * remotes), GitHub Deployments (src/deliver/github-deployments.ts). The engine reads them to bound
+ * remotes), GitHub Deployments (src/deliver/github/deployments.ts). The engine reads them to bound
  * and verify a revert, and records what it observed.
  */
 export interface NotesStore {
@@ -51,6 +79,11 @@ export interface NotesStore {
   recordFailure?(commit: string, rec: Observation): Promise<void | RecordResult>;
   /** Where the records are kept, for people ("git notes refs/notes/lastgood", "GitHub deployments"). */
   readonly where?: string;
+  /**
+   * Claims a side effect of a revert, on `bad`'s note: true for exactly one caller, false when it
+   * was claimed before (by a retry, a rerun or another replica).
+   */
+  claim?(bad: string, receipt: Receipt): Promise<boolean>;
 }
 
 const LINE = /^lastgood verified target=(\S+) at=(\S+) evidence=(.*)$/;

@@ -21,19 +21,30 @@ export interface KubeConfigChoice {
 /**
  * The cluster to talk to, by kubectl's rules: --kubeconfig, else KUBECONFIG, else ~/.kube/config,
  * else the in-cluster service account; --context picks a context other than the current one.
+ * With none of them, client-node falls back to http://localhost:8080 and every request then fails
+ * with "HTTP protocol is not allowed when skipTLSVerify is not set": that is said as what it is,
+ * bad usage (exit 2), before any request (the controller stops at start instead of retrying). A
+ * kubeconfig that cannot be read is bad input naming the file.
  */
 export function loadKubeConfig(choice: KubeConfigChoice = {}): KubeConfig {
   const kc = new KubeConfig();
+  const source = choice.kubeconfig ?? (process.env.KUBECONFIG || undefined);
   try {
     if (choice.kubeconfig) kc.loadFromFile(choice.kubeconfig);
     else kc.loadFromDefault();
   } catch (error) {
-    throw new RemoteError('kubernetes', `cannot load a kubeconfig${choice.kubeconfig ? ` from ${choice.kubeconfig}` : ' (in-cluster service account or KUBECONFIG)'}: ${(error as Error).message}`, { cause: error });
+    throw new InputError(`cannot read the kubeconfig: ${(error as Error).message}`, { ...(source ? { file: source } : {}), cause: error });
   }
   if (choice.context) {
     const names = kc.getContexts().map((c) => c.name);
     if (!names.includes(choice.context)) throw new InputError(`--context ${choice.context}: no such context in the kubeconfig (it has: ${names.join(', ') || 'none'})`);
     kc.setCurrentContext(choice.context);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new InputError(`the kubeconfig names no current cluster (its current-context "${kc.getCurrentContext()}" has none): choose one with --context or kubectl config use-context`, source ? { file: source } : {});
+  // client-node's fallback when nothing is configured (config.js loadFromDefault): no cluster at all
+  if (!choice.kubeconfig && cluster.name === 'cluster' && cluster.server === 'http://localhost:8080' && kc.getCurrentUser()?.name === 'user') {
+    throw new InputError('no Kubernetes cluster to read: KUBECONFIG is not set, there is no ~/.kube/config, and this is not a pod with a service account; set KUBECONFIG or --kubeconfig (the Action: the kubeconfig input), or give --snapshot files instead of the cluster');
   }
   return kc;
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import jsYaml from 'js-yaml';
 import { InputError } from '../errors.ts';
 import { scrubDeep } from '../scrub.ts';
-import { checkFailureTimes, checkStatusTimes } from './times.ts';
+import { checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
 /**
@@ -12,10 +12,10 @@ import type { KubeObject, Observed } from './types.ts';
  * `json: true` makes a duplicate key keep the last value instead of failing, as the API server does.
  *
  * Outside text stops here: every string of every object is scrubbed of secrets and bounded
- * (src/scrub.ts), and every status time must parse. With `now`, a failure time ahead of it is
- * refused. No objects at all is bad input: an empty snapshot would make every resource NotFound.
+ * (src/scrub.ts), and every status time must parse (a time ahead of the clock is the engine's to
+ * refuse, for every door alike: observe/times.ts clockRefusal). No objects at all is bad input: an empty snapshot would make every resource NotFound.
  */
-export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream; now?: Date } = {}): Promise<Observed[]> {
+export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream } = {}): Promise<Observed[]> {
   const out: Observed[] = [];
   const files: string[] = [];
   for (const p of paths) {
@@ -32,7 +32,6 @@ export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.Read
     const one = paths.length === 1 && paths[0] !== '-' && files.length <= 1;
     throw new InputError(`no Kubernetes objects in ${one ? 'the snapshot' : files.join(', ')}: nothing to judge (an empty snapshot would make every resource NotFound)`, one ? { file: paths[0]! } : {});
   }
-  if (opts.now) checkFailureTimes(out, opts.now, (await import('../health/index.ts')).assess);
   return out;
 }
 

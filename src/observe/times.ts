@@ -1,15 +1,29 @@
 /**
- * Times from outside (objects' status, event payloads, --now, freezeUntil) are strict ISO 8601
- * with a zone (RFC 3339, as Kubernetes writes them). A lenient parse let `--now 1` mean 2001 and
- * an event `timestamp: "soon"` skip maxAge (issue 15): an unparseable time is bad input naming the
- * file and field, and a failure time ahead of the clock (beyond a small skew) is refused.
+ * Times from outside (objects' status, event payloads, --now, freezeUntil, a git host's commit
+ * and deployment dates) and the one rule of time every door follows (issue 19):
+ *
+ * - they are strict ISO 8601 with a zone (RFC 3339, as Kubernetes writes them). A lenient parse
+ *   let `--now 1` mean 2001 and an event `timestamp: "soon"` skip maxAge (issue 15): an
+ *   unparseable time is bad input naming the file and field;
+ * - the clocks of the cluster, the runner and the git host differ a little: a time up to
+ *   CLOCK_SKEW_MS ahead of this clock is read as "now" (an age is never negative, `ageMs`);
+ * - beyond that, the observation is refused as evidence (`clockRefusal`), with the field, the
+ *   time and the clock in the reason: its age would be negative, and would pass every maxAge,
+ *   wait and stuckAfter check. The engine applies it to every observed object (decide/verdict.ts
+ *   toEvidence), whichever door read it, and decide holds the target while it stands.
  */
+import { formatDuration } from '../config/duration.ts';
 import { InputError } from '../errors.ts';
 import type { Health } from '../health/types.ts';
-import type { KubeObject, Observed } from './types.ts';
+import type { KubeObject } from './types.ts';
 
-/** How far a failure time may lie ahead of `now` (clocks of cluster and runner differ a little). */
+/** How far a time may lie ahead of `now` and still be read (clocks of cluster, runner and git host differ a little). */
 export const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** How long ago `from` was at `now` (ms): never negative (a time within the skew tolerance is "now"). */
+export function ageMs(from: number, now: number): number {
+  return Math.max(0, now - from);
+}
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?([Zz]|[+-]\d{2}:?\d{2})$/;
 
@@ -60,22 +74,18 @@ export function checkStatusTimes(object: KubeObject, file: string, what = descri
 }
 
 /**
- * A failed or progressing object whose Health began after `now` (beyond CLOCK_SKEW_MS) is refused:
- * its age would be negative and pass every maxAge and stuckAfter check. The field that carries
- * the time is named where it can be found.
+ * The one rule of time for an observed object: its Health's time (`since`: when its state began,
+ * from the object's own condition times) more than CLOCK_SKEW_MS ahead of `now` is refused as
+ * evidence. Returns the reason (the file, the object, the field, the time and the clock), or
+ * undefined when the time can be read.
  */
-export function checkFailureTimes(observed: Observed[], now: Date, assess: (o: KubeObject, now: Date) => Health): void {
-  for (const { object, source } of observed) {
-    const h = assess(object, now);
-    if ((h.state !== 'failed' && h.state !== 'progressing') || !h.since) continue;
-    const since = Date.parse(h.since);
-    if (!(since > now.getTime() + CLOCK_SKEW_MS)) continue;
-    const field = fieldWithTime(object.status, since);
-    throw new InputError(
-      `${describe(object)}: ${field ? `${field} ` : ''}${h.since} is in the future of the clock (${now.toISOString()}) by more than ${CLOCK_SKEW_MS / 60_000}m: a ${h.state === 'failed' ? 'failure' : 'progress'} time cannot lie ahead (check --now and the clocks)`,
-      { file: source.replace(/^event:/, '') },
-    );
-  }
+export function clockRefusal(object: KubeObject, h: Pick<Health, 'since'>, now: Date, source: string | undefined): string | undefined {
+  if (!h.since) return undefined;
+  const since = Date.parse(h.since);
+  if (!(since > now.getTime() + CLOCK_SKEW_MS)) return undefined;
+  const field = fieldWithTime(object.status, since);
+  const file = source && source !== 'kube' ? `${source.replace(/^event:/, '')}: ` : '';
+  return `${file}${describe(object)}: ${field ? `${field} ` : ''}${h.since} is in the future of the clock (${now.toISOString()}) by ${formatDuration(since - now.getTime())}, more than the ${formatDuration(CLOCK_SKEW_MS)} allowed for clock skew: refused as evidence (check the clocks of the cluster and of this machine, or --now)`;
 }
 
 /** A time in the future of `now` beyond the skew: the InputError to throw, naming the file and field. */

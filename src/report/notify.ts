@@ -28,6 +28,12 @@ export interface NotifyOptions {
   env?: Record<string, string | undefined>;
   log: Pick<Logger, 'warn' | 'info' | 'debug'>;
   now: Date;
+  /**
+   * Claims a notification before it is sent (report/once.ts): with it, a revert is announced once
+   * whoever made it and however many runs find it (a lost answer, a rerun, another replica);
+   * without it, only the run that made the revert announces it.
+   */
+  claim?: (t: TargetOutcome, event: NotifyEventName) => Promise<boolean>;
   /** the repository host's commit pages (RepoBackend.commitUrl): links in the messages */
   commitUrl?: (sha: string) => string;
 }
@@ -90,13 +96,16 @@ function describeRef(ref: SecretRefConfig): Record<string, string> {
 /** Sends one notification per target outcome that calls for one, to every channel. Never throws. */
 export async function notify(report: Report, opts: NotifyOptions): Promise<Delivery[]> {
   const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
-  const pending = report.targets.flatMap((t) => {
-    const event = eventFor(t);
+  const candidates = report.targets.flatMap((t) => {
+    // with claims, a revert found made (by an earlier run whose answer or process was lost) is announced too, once
+    const event = eventFor(t) ?? (opts.claim && t.action === 'revert' && t.commit ? 'reverted' : undefined);
     return event && wanted.has(event) ? [{ t, event }] : [];
   });
-  if (pending.length === 0) return [];
+  if (candidates.length === 0) return [];
   const channels = await channelsFor(opts);
   if (channels.length === 0) return [];
+  const pending: typeof candidates = [];
+  for (const c of candidates) if (c.event !== 'reverted' || !opts.claim || (await opts.claim(c.t, c.event))) pending.push(c);
   const timeoutMs = parseDuration(opts.config?.timeout ?? '10s')!;
   const sends = pending.flatMap(({ t, event }) =>
     channels.map(async (channel): Promise<Delivery> => {

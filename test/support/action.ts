@@ -56,6 +56,8 @@ export interface RunActionOptions {
   eventPath?: string;
   /** more environment (a workflow's `env:`) */
   env?: Record<string, string>;
+  /** sees stdout as it comes (the log a runner shows live) */
+  onStdout?: (text: string) => void;
 }
 
 export async function runAction(opts: RunActionOptions): Promise<ActionResult> {
@@ -77,7 +79,10 @@ export async function runAction(opts: RunActionOptions): Promise<ActionResult> {
     const child = spawn(process.execPath, [DIST], { cwd: opts.workspace, env });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      opts.onStdout?.(stdout);
+    });
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) =>

@@ -4,9 +4,9 @@ import { pino, type Logger } from 'pino';
 import { parseConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { createController, type Controller, type ControllerOptions } from '../../src/controller/controller.ts';
-import { createGitHubBackend } from '../../src/deliver/github.ts';
+import { createGitHubBackend } from '../../src/deliver/github/index.ts';
 import { openRepo } from '../../src/deliver/registry.ts';
-import { LocalRepo } from '../../src/deliver/local.ts';
+import { LocalRepo } from '../../src/deliver/local/index.ts';
 import type { TargetOutcome } from '../../src/engine.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import { commit, git, makeRepo, tempDir } from './git.ts';
@@ -14,6 +14,8 @@ import { startGitHubEmulator, type Emulator } from './github-emulator.ts';
 import { startGitHttpServer } from './git-http-server.ts';
 import { startKubeEmulator, type KubeEmulator } from './kube-emulator.ts';
 import { canary, deployment, kustomization } from './objects.ts';
+import type { Clock } from '../../src/clock.ts';
+import type { Evaluation } from '../../src/decide/tracker.ts';
 
 /**
  * Controller scenarios for tests and the benchmark: a GitOps repository (c1 initial, c2 good
@@ -82,19 +84,22 @@ export function canaryObject(o: { phase: string; since?: string; weight?: number
   return { ...c, spec: { ...c.spec, analysis: { interval: '1m', threshold: 5, maxWeight: 50, stepWeight: 10 } } };
 }
 
-export const now = () => new Date().toISOString();
+export const now = (clock?: Clock) => new Date(clock ? clock.now() : Date.now()).toISOString();
+export const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A cluster where podinfo 6.1.0 (c3) was applied by Flux and Flagger is analysing it. */
-export async function cluster(repo: GitopsRepo, opts: { canaryPhase?: string } = {}): Promise<KubeEmulator> {
+/** A cluster where podinfo 6.1.0 (c3) was applied by Flux and Flagger is analysing it (times from `clock`, when the test drives one). */
+export async function cluster(repo: GitopsRepo, opts: { canaryPhase?: string; clock?: Clock; healthyFor?: number } = {}): Promise<KubeEmulator> {
   const kube = await startKubeEmulator({ namespaces: ['default', 'prod', 'flux-system', 'lastgood'] });
-  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c3}`, ready: 'True', since: new Date(Date.now() - 120_000).toISOString() }));
-  kube.apply(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'available', since: new Date(Date.now() - 120_000).toISOString() }));
-  kube.apply(canaryObject({ phase: opts.canaryPhase ?? 'Progressing', since: now() }));
+  const t = opts.clock?.now() ?? Date.now();
+  const earlier = iso(t - (opts.healthyFor ?? 120_000));
+  kube.apply(kustomization({ attempted: `main@sha1:${repo.c3}`, applied: `main@sha1:${repo.c3}`, ready: 'True', since: earlier }));
+  kube.apply(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'available', since: earlier }));
+  kube.apply(canaryObject({ phase: opts.canaryPhase ?? 'Progressing', since: opts.canaryPhase === 'Succeeded' ? earlier : iso(t) }));
   return kube;
 }
 
-export function failCanary(kube: KubeEmulator, phase = 'Failed'): void {
-  const c = canaryObject({ phase, since: now() }) as { status: unknown };
+export function failCanary(kube: KubeEmulator, phase = 'Failed', clock?: Clock): void {
+  const c = canaryObject({ phase, since: now(clock) }) as { status: unknown };
   kube.setStatus({ apiVersion: 'flagger.app/v1beta1', kind: 'Canary', namespace: 'prod', name: 'podinfo' }, c.status);
 }
 
@@ -116,15 +121,20 @@ export interface Running {
   lines: Array<Record<string, unknown>>;
 }
 
-/** Fast lease timings for tests (client-go's are 15 s / 10 s / 2 s). */
-export const FAST_LEASE = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 200 };
+/**
+ * Leader election in controller tests runs on the real clock with client-go's own timings (15 s
+ * lease, 10 s renew deadline, 2 s retry): the first attempt leads at once, and a loaded machine
+ * has a whole retry period for each lease request and 10 s to renew. (test/controller-leader.test.ts
+ * drives the elector's own clock.) Decisions and their deadlines run on the test's clock.
+ */
+export const TEST_LEASE = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 };
 
 export async function startController(kube: KubeEmulator, cfg: Config, backendOrPromise: RepoBackend | Promise<RepoBackend>, extra: Partial<ControllerOptions> = {}): Promise<Running> {
   const repo = await backendOrPromise;
   const acted: TargetOutcome[] = [];
   const { log, lines } = memoryLogger();
   const controller = createController({
-    config: cfg, kc: kube.kubeConfig(), repo, log, lease: FAST_LEASE, watch: { backoffMs: 50, maxBackoffMs: 400 }, processMetrics: false,
+    config: cfg, kc: kube.kubeConfig(), repo, log, lease: TEST_LEASE, watch: { backoffMs: 50, maxBackoffMs: 400 }, processMetrics: false,
     onActed: (_t, o) => acted.push(o),
     ...extra,
   });
@@ -132,7 +142,11 @@ export async function startController(kube: KubeEmulator, cfg: Config, backendOr
   return { controller, acted, lines };
 }
 
-export async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+/**
+ * Waits for a condition (never for a time): `timeoutMs` only ends a test that would otherwise hang,
+ * so it is far above anything a loaded machine needs.
+ */
+export async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -140,6 +154,28 @@ export async function until<T>(what: string, probe: () => T | undefined | false 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** One evaluation of a target as the controller made it: when (its clock), what, and when it wants to look again. */
+export interface Seen {
+  target: string;
+  at: number;
+  verdict: string;
+  action: string;
+  heldBy: string | undefined;
+  act: boolean;
+  nextAt: number | undefined;
+  changedAt: number | undefined;
+}
+
+/** Records every evaluation (pass `onEvaluated` to the controller). */
+export function evaluations(): { seen: Seen[]; onEvaluated: NonNullable<ControllerOptions['onEvaluated']> } {
+  const seen: Seen[] = [];
+  return {
+    seen,
+    onEvaluated: (target: string, e: Evaluation, at: number, changedAt: number | undefined) =>
+      seen.push({ target, at, verdict: e.verdict.verdict, action: e.decision.action, heldBy: e.decision.heldBy, act: e.act, nextAt: e.nextAt, changedAt }),
+  };
 }
 
 export type BackendKind = 'local' | 'http' | 'github';

@@ -66,7 +66,9 @@ export interface RequestRecord {
  * - `drop: 'before'`: close the connection without running git (nothing happened on the server);
  * - `drop: 'after'`: run git to the end, then close the connection instead of answering (it happened, the client never hears);
  * - `before`: run this first (e.g. someone else pushes), then serve the request;
- * - `redirect`: answer 302 to this base URL (+ the same path).
+ * - `redirect`: answer 302 to this base URL (+ the same path);
+ * - `corrupt`: run git to the end, then flip one byte inside the pack it sent (damaged on the wire:
+ *   the pack's checksum no longer matches).
  */
 export interface Fault {
   service?: 'git-upload-pack' | 'git-receive-pack';
@@ -80,6 +82,7 @@ export interface Fault {
   drop?: 'before' | 'after';
   before?: () => Promise<void>;
   redirect?: string;
+  corrupt?: true;
 }
 
 export interface GitHttpServerOptions {
@@ -146,7 +149,7 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
             return;
           }
         }
-        runBackend(opts, req, body, res, fault?.drop === 'after', record);
+        runBackend(opts, req, body, res, fault?.drop === 'after', record, fault?.corrupt === true);
       })().catch((error: unknown) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(`test server: ${(error as Error).message}\n`);
@@ -212,7 +215,7 @@ function authorized(header: string | undefined, token: string): boolean {
   return false;
 }
 
-function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, dropAfter: boolean, record: RequestRecord): void {
+function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, dropAfter: boolean, record: RequestRecord, corrupt = false): void {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const child = spawn('git', ['http-backend'], {
     env: {
@@ -246,11 +249,13 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
   let headerDone = false;
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const held: Buffer[] = [];
   child.stdout.on('data', (chunk: Buffer) => {
     if (dropAfter) return; // the answer is never sent: the connection closes when git is done
     record.bytesOut += chunk.length;
     if (headerDone) {
-      res.write(chunk);
+      if (corrupt) held.push(chunk);
+      else res.write(chunk);
       return;
     }
     head = Buffer.concat([head, chunk]);
@@ -261,7 +266,8 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
     headerDone = true;
     const { status, headers } = parseCgiHeaders(head.subarray(0, end.at).toString('latin1'));
     res.writeHead(status.code, status.text, headers);
-    res.write(head.subarray(end.at + end.len));
+    if (corrupt) held.push(head.subarray(end.at + end.len));
+    else res.write(head.subarray(end.at + end.len));
   });
   child.on('close', (code) => {
     if (dropAfter) {
@@ -271,6 +277,14 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
     if (!headerDone) {
       res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(`git http-backend failed (${code}): ${stderr}`);
+      return;
+    }
+    if (corrupt) {
+      const answer = Buffer.concat(held);
+      const pack = answer.indexOf('PACK');
+      // a byte of the first object, well inside the first side-band packet: the pack's checksum no longer matches
+      if (pack >= 0 && pack + 20 < answer.length) answer[pack + 20] = answer[pack + 20]! ^ 0xff;
+      res.end(answer);
       return;
     }
     res.end();

@@ -37,6 +37,14 @@ export interface Fault {
   secondaryRateLimit?: true;
   retryAfter?: number;
   message?: string;
+  /**
+   * the request is carried out first and only its answer is the fault: the write was applied, and
+   * the client never learns it (a 502 from a proxy after the backend answered, a secondary rate
+   * limit reported after the mutation ran). GraphQL faults match on the document's fields too.
+   */
+  afterApply?: true;
+  /** GraphQL: fail only documents whose operation names this field (e.g. "createCommitOnBranch") */
+  field?: string;
 }
 
 export interface RequestRecord {
@@ -436,8 +444,11 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       };
       const author = sig(body.author);
       const committer = sig(body.committer, body.author ? author : undefined);
-      // GitHub signs the git-data commits of a GitHub App's installation token, not a user's
-      const signs = opts.tokenKind === 'installation';
+      // GitHub signs the git-data commits of a GitHub App's installation token, not a user's, and only
+      // "if the request ... contains no custom author information, custom committer information, and no
+      // custom signature information" (docs.github.com/en/authentication/managing-commit-signature-verification/
+      // about-commit-signature-verification#signature-verification-for-bots)
+      const signs = opts.tokenKind === 'installation' && !body.author && !body.committer && !body.signature;
       const sha = await git.writeCommit({ tree: body.tree, parents: body.parents ?? [], author, committer, message: body.message, ...(signs ? { gpgsig: EMULATOR_SIGNATURE } : {}) });
       if (signs) signed.add(sha);
       return { status: 201, body: gitCommit(await git.readCommit(sha)), headers: { location: `${api()}/git/commits/${sha}` } };
@@ -777,19 +788,24 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       return;
     }
 
-    const fault = faults.find((f) => f.left > 0 && (!f.match || f.match(method, url.pathname)));
-    if (fault) {
-      fault.left--;
-      if (fault.secondaryRateLimit) {
+    const fault = faults.find((f) => f.left > 0 && !f.field && (!f.match || f.match(method, url.pathname)));
+    const sendFault = (f: Fault) => {
+      if (f.secondaryRateLimit) {
         send({
           status: 403,
-          headers: { 'retry-after': String(fault.retryAfter ?? 1) },
+          headers: { 'retry-after': String(f.retryAfter ?? 1) },
           body: { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID EMU.', documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits', status: '403' },
         }, 'basic-error');
       } else {
-        send({ status: fault.status, body: { message: fault.message ?? (fault.status >= 500 ? 'Server Error' : fault.status === 403 ? 'Forbidden' : 'Validation Failed'), documentation_url: DOCS, status: String(fault.status) } }, 'basic-error');
+        send({ status: f.status, body: { message: f.message ?? (f.status >= 500 ? 'Server Error' : f.status === 403 ? 'Forbidden' : 'Validation Failed'), documentation_url: DOCS, status: String(f.status) } }, 'basic-error');
       }
-      return;
+    };
+    if (fault) {
+      fault.left--;
+      if (!fault.afterApply) {
+        sendFault(fault);
+        return;
+      }
     }
 
     const operationId = match.operation.operationId;
@@ -812,6 +828,8 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       if (!(error instanceof HttpFailure)) throw error;
       reply = { status: error.status, body: error.body };
     }
+    // applied; the answer is lost
+    if (fault?.afterApply) return sendFault(fault);
     send(reply, 'operation');
   }
 
@@ -857,16 +875,20 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     const described = describeDocument(query);
     record.operationId = `graphql:${described.kind}(${described.fields.join(',')})`;
     record.write = described.kind === 'mutation';
-    const fault = faults.find((f) => f.left > 0 && (!f.match || f.match('POST', '/graphql')));
+    const fault = faults.find((f) => f.left > 0 && (!f.match || f.match('POST', '/graphql')) && (!f.field || described.fields.includes(f.field)));
+    const sendFault = (f: Fault) => {
+      if (f.secondaryRateLimit) {
+        res.setHeader('retry-after', String(f.retryAfter ?? 1));
+        reply(403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api#secondary-rate-limits' });
+      } else reply(f.status, { message: f.message ?? (f.status >= 500 ? 'Server Error' : 'Forbidden'), documentation_url: DOCS });
+    };
     if (fault) {
       fault.left--;
-      if (fault.secondaryRateLimit) {
-        res.setHeader('retry-after', String(fault.retryAfter ?? 1));
-        reply(403, { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api#secondary-rate-limits' });
-      } else reply(fault.status, { message: fault.message ?? (fault.status >= 500 ? 'Server Error' : 'Forbidden'), documentation_url: DOCS });
-      return;
+      if (!fault.afterApply) return sendFault(fault);
     }
     const result = await executeGraphQL(rawBody, root, violations);
+    // applied; the answer is lost
+    if (fault?.afterApply) return sendFault(fault);
     reply(result.status, result.body);
   }
 

@@ -198,6 +198,11 @@ export function graphqlRoot(core: EmulatorCore): Record<string, unknown> {
     state: p.merged ? 'MERGED' : p.state === 'open' ? 'OPEN' : 'CLOSED',
     headRefOid: async () => (await git.resolve(`refs/heads/${p.head}`)) ?? '0'.repeat(40),
     labels: (args: { first?: number; last?: number }) => connection(p.labels.map(labelNode), args),
+    reviewRequests: (args: { first?: number; last?: number }) =>
+      connection(p.reviewers.map((login) => ({ id: core.nodeId('ReviewRequest', `${p.number}/${login}`), requestedReviewer: user(login) })), args),
+    // reviews are not emulated: nobody reviews in these tests
+    latestReviews: (args: { first?: number; last?: number }) => connection([], args),
+    assignees: (args: { first?: number; last?: number }) => connection(p.assignees.map(user), args),
   });
   const pullFromId = (id: string) => {
     const decoded = Buffer.from(id, 'base64').toString('utf8');

@@ -48,6 +48,9 @@ export class TransientHttpError extends Error {
 
 const MAX_REDIRECTS = 5;
 
+/** Node's (OpenSSL's) codes for a server certificate that cannot be verified. */
+const TLS_CERTIFICATE = /^(DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|CERT_REVOKED|CERT_UNTRUSTED|CERT_REJECTED|CERT_SIGNATURE_FAILURE|ERR_TLS_CERT_ALTNAME_INVALID|HOSTNAME_MISMATCH|INVALID_CA)$/;
+
 export class SmartHttp {
   /** the base every request goes to: the configured URL, or where the first request was redirected */
   private base: URL;
@@ -69,7 +72,7 @@ export class SmartHttp {
 
   /** `GET info/refs?service=…`: the advertisement's body. */
   async discover(service: Service, extraHeaders: Record<string, string> = {}): Promise<Buffer> {
-    const res = await this.withRetries(`reading ${this.describe(service)}`, service, () =>
+    const res = await this.withRetries(`reading the refs of ${this.opts.url} (${service === 'git-receive-pack' ? 'to push' : 'to fetch'})`, service, () =>
       this.request('GET', `info/refs?service=${service}`, undefined, { ...extraHeaders, accept: `application/x-${service}-advertisement, */*` }, true),
     );
     const type = res.contentType;
@@ -148,6 +151,10 @@ export class SmartHttp {
         });
       } catch (error) {
         const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        // a certificate that cannot be verified is the same on every attempt: not retried
+        if (cause?.code && TLS_CERTIFICATE.test(cause.code)) {
+          throw new RemoteError('git', `the TLS certificate of ${url.host} could not be verified (${cause.code}: ${cause.message ?? 'no detail'}): if the server uses a private certificate authority, give its certificate to Node in NODE_EXTRA_CA_CERTS; nothing was sent`, { cause: error });
+        }
         const why = (error as Error).name === 'TimeoutError' ? `no answer within ${Math.round((this.opts.timeoutMs ?? 120_000) / 1000)} s` : `${cause?.code ?? ''} ${cause?.message ?? (error as Error).message}`.trim();
         throw new TransientHttpError(`the connection to ${url.host} failed (${why})`, undefined, error);
       }
@@ -155,7 +162,9 @@ export class SmartHttp {
         await res.body?.cancel();
         if (hop >= MAX_REDIRECTS) throw new RemoteError('git', `too many redirects from ${this.opts.url}`, { status: res.status });
         const next = new URL(res.headers.get('location')!, url);
-        if (next.protocol !== 'https:' && url.protocol === 'https:') throw new RemoteError('git', `${this.opts.url} redirects from https to ${next.protocol}: refused`, { status: res.status });
+        if (next.protocol !== 'https:' && url.protocol === 'https:') {
+          throw new RemoteError('git', `${this.opts.url} redirects from https to ${next.protocol.replace(/:$/, '')} (${next.origin}): refused, the repository and its credentials would travel unencrypted; set repo.url to an https address`, { status: res.status });
+        }
         if (next.origin !== this.origin && !this.warnedRedirect) {
           this.warnedRedirect = true;
           this.opts.onWarning?.(`${this.opts.url} redirects to another host (${next.host}): following it without credentials`);
@@ -202,10 +211,13 @@ export class SmartHttp {
   private authError(status: number, service: Service, url: URL): RemoteError {
     const access = service === 'git-receive-pack' ? 'write access to the repository (push)' : 'read access to the repository';
     const scopes = 'GitLab: a token with write_repository (push) or read_repository; Gitea/Forgejo: write:repository; Bitbucket: repository:write; Azure DevOps: Code (Read & write)';
-    const sent = url.origin !== this.origin ? ' (credentials are not sent to a redirected host)' : '';
+    if (url.origin !== this.origin) {
+      // redirected to another host, which asks for credentials: none were sent there, so none were refused
+      return new RemoteError('git', `${this.origin} redirected to ${url.origin}, which requires authentication (${status}) for ${access}: lastgood sends credentials only to the host of repo.url, never to one it is redirected to; if ${url.host} is where the repository lives, set repo.url to it`, { status });
+    }
     if (status === 401) {
       const why = this.opts.credentials
-        ? `the credentials from ${this.opts.credentials.source} were refused${sent}: they are wrong or expired`
+        ? `the credentials from ${this.opts.credentials.source} were refused: they are wrong or expired`
         : 'no credentials were given: set repo.auth (e.g. { tokenEnv: LASTGOOD_GIT_TOKEN })';
       return new RemoteError('git', `${url.host} requires authentication (401) for ${access}: ${why}`, { status });
     }

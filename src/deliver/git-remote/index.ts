@@ -1,9 +1,10 @@
 import path from 'node:path';
 import type { TransferEvent } from '../../report/progress.ts';
 import { ConfigError, InputError } from '../../errors.ts';
-import { loadCredentials, type GitAuthConfig, type GitCredentials } from './auth.ts';
+import { loadCredentials, type GitCredentials } from './auth.ts';
+import type { GitRemoteConfig } from './config.ts';
 import { RemoteRepo } from './remote-repo.ts';
-import { loadSigner, type SigningConfig } from './signing.ts';
+import { loadSigner } from './signing.ts';
 import { parseHttpUrl } from './match.ts';
 
 /**
@@ -11,15 +12,7 @@ import { parseHttpUrl } from './match.ts';
  * is sent (no credentials in the URL, no clear-text http without repo.insecure).
  */
 
-/** The parts of `repo` in lastgood.yaml the git backend reads. */
-export interface GitRemoteConfig {
-  auth?: GitAuthConfig;
-  cacheDir?: string;
-  insecure?: boolean;
-  transport?: 'auto' | 'api' | 'git';
-  signing?: SigningConfig;
-  provider?: string;
-}
+export type { GitRemoteConfig } from './config.ts';
 
 export interface GitRemoteOpenOptions {
   relativeTo: string;

@@ -1,5 +1,5 @@
-import { parseGitHubUrl } from '../github-url.ts';
-import type { GitRemoteConfig } from './index.ts';
+import { parseGitHubUrl } from '../github/url.ts';
+import type { GitRemoteConfig } from './config.ts';
 
 /** Which locations the git backend takes; kept apart so that the registry loads no git code to decide. */
 

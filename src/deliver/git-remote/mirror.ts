@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { RemoteError } from '../../errors.ts';
+import { diskError, RemoteError } from '../../errors.ts';
 import { indexPack, type ExternalBase, type IndexedPack } from './pack-index.ts';
 
 /**
@@ -16,11 +16,23 @@ import { indexPack, type ExternalBase, type IndexedPack } from './pack-index.ts'
  */
 export class Mirror {
   readonly gitdir: string;
+  /** what the mirror's folder is, for messages: "repo.cacheDir /var/cache/lastgood", "a temporary folder" */
+  readonly where: string;
   /** the .idx files of the mirror's packs (sorted object ids: a binary search answers `has`), loaded once */
   private indexes: Map<string, Buffer> | undefined;
 
-  private constructor(gitdir: string) {
+  private constructor(gitdir: string, where: string) {
     this.gitdir = gitdir;
+    this.where = where;
+  }
+
+  /** A write under the mirror: a full disk or a folder it cannot write is the machine's fault, said with the folder (LocalError). */
+  private guard<T>(write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      throw diskError(error, path.dirname(this.gitdir), this.where) ?? error;
+    }
   }
 
   /**
@@ -28,7 +40,7 @@ export class Mirror {
    * as a promisor (git's partial clone: extensions.partialClone), so that native git run on the
    * mirror (`git fsck`, `git log`) knows the blobs it lacks are the remote's, not lost.
    */
-  static open(gitdir: string, url: string): Mirror {
+  static open(gitdir: string, url: string, where = 'repo.cacheDir'): Mirror {
     try {
       fs.mkdirSync(path.join(gitdir, 'objects', 'pack'), { recursive: true });
       fs.mkdirSync(path.join(gitdir, 'refs', 'heads'), { recursive: true });
@@ -43,9 +55,9 @@ export class Mirror {
         writeAtomic(path.join(gitdir, 'config'), config.join('\n'));
       }
     } catch (error) {
-      throw new RemoteError('git', `cannot create the mirror at ${gitdir} (repo.cacheDir): ${(error as Error).message}`, { cause: error });
+      throw diskError(error, path.dirname(gitdir), where) ?? new RemoteError('git', `cannot create the mirror at ${gitdir} (${where}): ${(error as Error).message}`, { cause: error });
     }
-    return new Mirror(gitdir);
+    return new Mirror(gitdir, where);
   }
 
   /**
@@ -57,9 +69,17 @@ export class Mirror {
     const indexed = await indexPack(pack, external);
     const base = path.join(this.gitdir, 'objects', 'pack', `pack-${indexed.checksum}`);
     if (!fs.existsSync(`${base}.idx`)) {
-      writeAtomic(`${base}.promisor`, '');
-      writeAtomic(`${base}.pack`, pack);
-      writeAtomic(`${base}.idx`, indexed.idx);
+      this.guard(() => {
+        try {
+          writeAtomic(`${base}.promisor`, '');
+          writeAtomic(`${base}.pack`, pack);
+          writeAtomic(`${base}.idx`, indexed.idx);
+        } catch (error) {
+          // an .idx is what makes a pack visible: without it, the rest is removed too
+          if (!fs.existsSync(`${base}.idx`)) for (const ext of ['pack', 'promisor']) fs.rmSync(`${base}.${ext}`, { force: true });
+          throw error;
+        }
+      });
     }
     this.packIndexes().set(`pack-${indexed.checksum}.idx`, indexed.idx);
     return indexed;
@@ -113,8 +133,10 @@ export class Mirror {
       fs.rmSync(file, { force: true });
       return;
     }
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    writeAtomic(file, `${oid}\n`);
+    this.guard(() => {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      writeAtomic(file, `${oid}\n`);
+    });
   }
 
   readShallow(): Set<string> {
@@ -129,7 +151,7 @@ export class Mirror {
   writeShallow(oids: Set<string>): void {
     const file = path.join(this.gitdir, 'shallow');
     if (oids.size === 0) fs.rmSync(file, { force: true });
-    else writeAtomic(file, [...oids].sort().join('\n') + '\n');
+    else this.guard(() => writeAtomic(file, [...oids].sort().join('\n') + '\n'));
   }
 
   /**
@@ -178,9 +200,14 @@ export function idxContains(idx: Buffer, oid: Buffer): boolean {
   return false;
 }
 
-/** Writes a file whole or not at all: a temporary file renamed over the target. */
+/** Writes a file whole or not at all: a temporary file renamed over the target; a failed write leaves no temporary file. */
 export function writeAtomic(file: string, data: string | Uint8Array): void {
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  fs.writeFileSync(tmp, data);
-  fs.renameSync(tmp, file);
+  try {
+    fs.writeFileSync(tmp, data);
+    fs.renameSync(tmp, file);
+  } catch (error) {
+    fs.rmSync(tmp, { force: true });
+    throw error;
+  }
 }

@@ -289,9 +289,10 @@ export async function pushPack(http: SmartHttp, advert: ReceivePackAdvert, updat
   const commands = updates.map((u, i) => pktLine(`${u.old} ${u.new} ${u.ref}${i === 0 ? `\0${[...wanted, AGENT].join(' ')}` : ''}\n`));
   const body = await http.post('git-receive-pack', Buffer.concat([...commands, FLUSH, pack]), { retry: false });
   let report = body;
+  let progress = '';
   if (advert.caps.has('side-band-64k')) {
     try {
-      report = readSideBand(new PacketReader(body)).data;
+      ({ data: report, progress } = readSideBand(new PacketReader(body)));
     } catch (error) {
       throw new RemoteError('git', `pushing to ${http.description}: ${(error as Error).message}`, { cause: error });
     }

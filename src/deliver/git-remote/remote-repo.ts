@@ -4,18 +4,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import git from 'isomorphic-git';
-import { InputError, RemoteError, StaleHeadError, registerSecret } from '../../errors.ts';
+import { diskError, InputError, RemoteError, StaleHeadError, registerSecret } from '../../errors.ts';
+import { scrubText } from '../../scrub.ts';
 import { NOTES_REF, type NotesStore } from '../../history/notes.ts';
-import { openLocalNotes } from '../local-notes.ts';
+import { openLocalNotes } from '../local/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
 import { reviewBranch } from '../branch.ts';
-import { LocalRepo } from '../local.ts';
+import { LocalRepo } from '../local/index.ts';
 import type { GitCredentials } from './auth.ts';
 import { commitPageUrl, newPullRequestUrl } from './hosts.ts';
 import { SmartHttp } from './http.ts';
 import { Mirror } from './mirror.ts';
-import type { ObjectType } from './pack-index.ts';
-import { discoverReceivePack, discoverUploadPack, lsRefs, pushPack, ZERO_OID, type ReceivePackAdvert, type UploadPack } from './protocol.ts';
+import { PackError, type IndexedPack, type ObjectType } from './pack-index.ts';
+import { discoverReceivePack, discoverUploadPack, lsRefs, pushPack, ZERO_OID, type FetchResponse, type ReceivePackAdvert, type UploadPack } from './protocol.ts';
 import type { CommitSigner } from './signing.ts';
 
 /**
@@ -116,7 +117,7 @@ export class RemoteRepo implements RepoBackend {
     this.temporary = !opts.cacheDir;
     const gitdir = opts.cacheDir ? path.join(path.resolve(opts.cacheDir), mirrorName(opts.url)) : fs.mkdtempSync(path.join(os.tmpdir(), 'lastgood-mirror-'));
     if (this.temporary) removeAtExit(gitdir);
-    this.mirror = Mirror.open(gitdir, opts.url);
+    this.mirror = Mirror.open(gitdir, opts.url, opts.cacheDir ? `repo.cacheDir ${path.resolve(opts.cacheDir)}` : 'the temporary folder of this run\'s mirror');
     this.local = new LocalRepo(gitdir);
     this.deepenStep = opts.depth ?? 50;
     this.depthReached = opts.depth ?? 50;
@@ -154,15 +155,26 @@ export class RemoteRepo implements RepoBackend {
   /** Fetches, stores the pack and records the new shallow boundary. */
   private async fetchInto(req: { wants: string[]; haves?: string[]; deepen?: number; filter?: string | undefined }): Promise<void> {
     const shallows = [...this.mirror.readShallow()];
-    const res = await (await this.capabilities()).fetch({
-      wants: req.wants,
-      haves: (req.haves ?? []).filter((h) => this.mirror.has(h)),
-      shallows,
-      ...(req.deepen !== undefined ? { deepen: req.deepen } : {}),
-      ...(req.filter ? { filter: req.filter } : {}),
-    });
-    this.stats.fetches++;
-    const stored = await this.mirror.storePack(res.pack, async (oid) => this.rawObject(oid));
+    let res: FetchResponse;
+    let stored: IndexedPack | undefined;
+    for (let attempt = 1; ; attempt++) {
+      res = await (await this.capabilities()).fetch({
+        wants: req.wants,
+        haves: (req.haves ?? []).filter((h) => this.mirror.has(h)),
+        shallows,
+        ...(req.deepen !== undefined ? { deepen: req.deepen } : {}),
+        ...(req.filter ? { filter: req.filter } : {}),
+      });
+      this.stats.fetches++;
+      try {
+        stored = await this.mirror.storePack(res.pack, async (oid) => this.rawObject(oid));
+        break;
+      } catch (error) {
+        if (!(error instanceof PackError)) throw error;
+        // a pack damaged on the wire (a checksum that does not match): transient, fetched again once
+        if (attempt >= 2) throw new RemoteError('git', `the pack ${this.description} sent was damaged twice (${error.message}): a proxy or the network corrupts the answers; nothing was written`, { cause: error });
+      }
+    }
     this.stats.objects += stored?.count ?? 0;
     if (res.shallow.length || res.unshallow.length) {
       await this.mirror.locked(async () => {
@@ -388,25 +400,38 @@ export class RemoteRepo implements RepoBackend {
         return local().list(target);
       },
       record: async (commit, rec) => {
-        for (let attempt = 0; ; attempt++) {
-          const remote = await this.syncNotes();
-          // the notes commit is made on top of the remote's notes under the mirror's lock, then pushed without it
-          const mine = await this.mirror.locked(async () => {
-            this.mirror.writeRef(NOTES_REF, remote);
-            await local().record(commit, rec);
-            const made = this.mirror.readRef(NOTES_REF);
-            this.mirror.writeRef(NOTES_REF, remote);
-            return made;
-          });
-          if (!mine || mine === remote) return; // the record was there already
-          const outcome = await this.pushRef(NOTES_REF, remote ?? ZERO_OID, mine, await this.newObjects(mine, remote));
-          if (outcome.ok) return;
-          // someone else wrote notes meanwhile: our line goes on top of theirs, nothing is dropped
-          if (attempt + 1 >= PUSH_RACE_ATTEMPTS * 2) throw new RemoteError('git', `${NOTES_REF} on ${this.description} kept moving: the record for ${commit.slice(0, 12)} was not written`);
-          await jitter(attempt);
-        }
+        await this.writeNote(commit, async (store) => {
+          await store.record(commit, rec);
+        });
       },
+      // a claim is the server's compare-and-swap of the notes ref: of two writers, one pushes the line, the other finds it
+      claim: (bad, receipt) => this.writeNote(bad, (store) => store.claim!(bad, receipt)),
     };
+  }
+
+  /**
+   * Changes the remote's notes: `edit` runs on a local notes ref set to the remote's (under the
+   * mirror's lock), and what it made is pushed as a compare-and-swap of the remote ref. A lost race
+   * does it again on top of the other writer's notes, so nothing is dropped. False when `edit`
+   * found nothing to add (the line was there already).
+   */
+  private async writeNote(commit: string, edit: (store: NotesStore) => Promise<boolean | void>): Promise<boolean> {
+    const local = () => openLocalNotes({ fs, gitdir: this.mirror.gitdir });
+    for (let attempt = 0; ; attempt++) {
+      const remote = await this.syncNotes();
+      const mine = await this.mirror.locked(async () => {
+        this.mirror.writeRef(NOTES_REF, remote);
+        await edit(local());
+        const made = this.mirror.readRef(NOTES_REF);
+        this.mirror.writeRef(NOTES_REF, remote);
+        return made;
+      });
+      if (!mine || mine === remote) return false; // there already
+      const outcome = await this.pushRef(NOTES_REF, remote ?? ZERO_OID, mine, await this.newObjects(mine, remote));
+      if (outcome.ok) return true;
+      if (attempt + 1 >= PUSH_RACE_ATTEMPTS * 2) throw new RemoteError('git', `${NOTES_REF} on ${this.description} kept moving: the note on ${commit.slice(0, 12)} was not written`);
+      await jitter(attempt);
+    }
   }
 
   /** The remote's notes ref, fetched into the mirror (tip, its tree and blobs); undefined when absent. */
@@ -520,10 +545,14 @@ export class RemoteRepo implements RepoBackend {
     // objects are written under the lock: isomorphic-git writes a loose object in place, and
     // another process sharing the mirror must not read one half-written
     return this.mirror.locked(async () => {
-      const unsigned = await this.local.writeChangeCommit(change);
-      if (!this.opts.signer) return unsigned;
-      const c = await this.local.readCommit(unsigned);
-      return this.opts.signer.sign({ gitdir: this.mirror.gitdir, tree: c.tree, parents: c.parents, message: c.message, author: c.author, committer: c.committer });
+      try {
+        const unsigned = await this.local.writeChangeCommit(change);
+        if (!this.opts.signer) return unsigned;
+        const c = await this.local.readCommit(unsigned);
+        return await this.opts.signer.sign({ gitdir: this.mirror.gitdir, tree: c.tree, parents: c.parents, message: c.message, author: c.author, committer: c.committer });
+      } catch (error) {
+        throw diskError(error, path.dirname(this.mirror.gitdir), this.mirror.where) ?? error;
+      }
     });
   }
 
@@ -587,15 +616,17 @@ export class RemoteRepo implements RepoBackend {
         await jitter(attempt);
         continue;
       }
-      if (result.unpack !== 'ok') throw new RemoteError('git', `${this.description} could not store the pushed objects: ${result.unpack}`);
+      // a hook's own words (a DCO check, a protected-branch rule on GitLab or Gitea), as git shows them, scrubbed
+      // (side band 2; git's own lines about the push are left out)
+      const words = result.messages.map((m) => m.replace(/^remote:\s*/, '')).filter((m) => !/^(error:|To |\s*!)/.test(m));
+      const said = words.length ? `\n${words.slice(-20).map((l) => `remote: ${scrubText(l, { maxBytes: 500 })}`).join('\n')}` : '';
+      if (result.unpack !== 'ok') throw new RemoteError('git', `${this.description} could not store the pushed objects: ${result.unpack}${said}`);
       const status = result.refs.get(ref);
       if (status?.ok) return this.landed(ref, value, true);
       const after = (await discoverReceivePack(this.http)).refs.get(ref) ?? ZERO_OID;
       if (after === value) return this.landed(ref, value, false);
       if (after !== old) return { ok: false, now: after };
-      // the host's own words (a pre-receive hook, a push rule, a protected branch) come on side band 2
-      const words = result.messages.map((m) => m.replace(/^remote:\s*/, '')).filter((m) => !/^(error:|To |\s*!)/.test(m)).join(' ');
-      throw new RemoteError('git', `${this.description} refused the update of ${ref}: ${status?.reason ?? 'no status reported'}${words ? `: ${words}` : ' (a protected branch or a server hook?)'}`);
+      throw new RemoteError('git', `${this.description} refused the update of ${ref}: ${status?.reason ?? 'no status reported'}${said || ' (a protected branch or a server hook?)'}`);
     }
   }
 }

@@ -1,5 +1,5 @@
-import type { Change } from '../repo/types.ts';
-import { gitBlobOid, symlinkRefusal, type GitHubReads, type PathState } from './github-reads.ts';
+import type { Change } from '../../repo/types.ts';
+import { gitBlobOid, symlinkRefusal, type GitHubReads, type PathState } from './reads.ts';
 
 /**
  * How a Change becomes a commit on GitHub. By default through the GraphQL `createCommitOnBranch`
@@ -8,7 +8,8 @@ import { gitBlobOid, symlinkRefusal, type GitHubReads, type PathState } from './
  * files (contents, no mode) and deletes paths, so a change that sets a mode other than 100644, a
  * symlink or a submodule, or that replaces such an entry, goes through the REST git-data API
  * instead, and the delivery says so (that commit is signed by GitHub only for an installation
- * token: a GitHub App or GITHUB_TOKEN).
+ * token, a GitHub App or GITHUB_TOKEN, and only without a custom author: restWarning). A planned
+ * deletion of a path the parent does not have is left out (GitHub rejects the whole commit for it).
  */
 
 export interface CommitPlan {
@@ -45,7 +46,9 @@ export async function planCommit(change: Change, reads: GitHubReads): Promise<Co
     if (current.kind === 'symlink') throw symlinkRefusal(f.path, current.at);
     const here = current.kind === 'entry' ? current : undefined;
     if ('delete' in f) {
-      if (here) changed.push(f.path);
+      // GitHub refuses the whole commit for a deletion of a path the parent does not have: send only real changes
+      if (!here) continue;
+      changed.push(f.path);
       deletions.push({ path: f.path });
       continue;
     }
@@ -59,9 +62,18 @@ export async function planCommit(change: Change, reads: GitHubReads): Promise<Co
   return { noop: changed.length === 0, changed, additions, deletions, ...(reasons.length ? { restBecause: `createCommitOnBranch cannot write file modes, symlinks or submodules: ${reasons.join('; ')}` } : {}) };
 }
 
-/** What a REST-written commit is, for the report. */
-export function restWarning(because: string, tokenNote: boolean): string {
-  return `written through the REST git-data API, not createCommitOnBranch (${because})${tokenNote ? '; GitHub signs such a commit only for a GitHub App or GITHUB_TOKEN token, so with a personal token it is unsigned' : ''}`;
+/**
+ * What a REST-written commit is, for the report, truthfully: GitHub signs a commit made through the
+ * API only when the request is authenticated as a GitHub App (an installation token, GITHUB_TOKEN)
+ * and gives no custom author, committer or signature ("Signature verification for bots",
+ * docs.github.com/en/authentication/managing-commit-signature-verification/about-commit-signature-verification).
+ * lastgood gives none there, and says what GitHub answered (`signed`), or the rule before it knows.
+ */
+export function restWarning(because: string, signed?: boolean): string {
+  const what = `written through the REST git-data API, not createCommitOnBranch (${because})`;
+  if (signed === true) return `${what}; GitHub signed it (Verified)`;
+  if (signed === false) return `${what}; it is unsigned: GitHub signs a commit made through its API only for a GitHub App installation token or GITHUB_TOKEN, not for a personal token, so a branch that requires signed commits refuses it`;
+  return `${what}; GitHub signs such a commit only for a GitHub App installation token or GITHUB_TOKEN, not for a personal token`;
 }
 
 export type { PathState };

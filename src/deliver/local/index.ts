@@ -1,16 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { GitIndexManager } from 'isomorphic-git/managers';
 import { FileSystem } from 'isomorphic-git/models';
-import { InputError, RemoteError, StaleHeadError } from '../errors.ts';
-import { reviewBranch } from './branch.ts';
-import type { NotesStore } from '../history/notes.ts';
-import { openLocalNotes } from './local-notes.ts';
-import { lastgoodTarget } from '../history/trailers.ts';
+import { InputError, RemoteError, StaleHeadError } from '../../errors.ts';
+import { reviewBranch } from '../branch.ts';
+import type { NotesStore } from '../../history/notes.ts';
+import { openLocalNotes } from './notes.ts';
+import { lastgoodTarget } from '../../history/trailers.ts';
 import { compareAndSwapRef, LockFile, objectWritingFs, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
-import { checkEntryName, entryAt, filesUnder, joinPath } from './tree-walk.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../repo/types.ts';
+import { checkEntryName, entryAt, filesUnder, joinPath } from '../tree-walk.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
 
 interface Layout {
   /** working tree, undefined for a bare repository */
@@ -38,6 +39,10 @@ export function findLayout(repoPath: string): Layout {
 
 const SYMLINK = '120000';
 const TREE = '040000';
+/** where work-tree files are written before they are renamed into place (inside the git folder: never in the work tree) */
+const TEMP_DIR = 'lastgood-tmp';
+/** the temporary files lastgood wrote beside their destination (an older lastgood; a work tree on another file system) */
+const LEFTOVER = /^\..+\.lastgood-([0-9a-f]{12}|link)$/;
 
 /**
  * Local repository backend on isomorphic-git: reads and writes the object database directly,
@@ -76,7 +81,23 @@ export class LocalRepo implements RepoBackend {
     const oid = await readRef(this.layout.gitdir, `refs/heads/${branch}`);
     if (oid === undefined) throw new InputError(`branch "${branch}" does not exist in the repository`, { file: this.description });
     if (this.layout.dir && !this.consistentHeads.has(oid) && (await this.refuseHalfUpdatedWorkingCopy(branch, oid))) this.consistentHeads.add(oid);
+    if (this.layout.dir && fs.existsSync(path.join(this.layout.gitdir, TEMP_DIR))) await this.removeTempDir();
     return oid;
+  }
+
+  /** <gitdir>/lastgood-tmp left by a run killed mid-update, removed under the index lock (a running update holds it). */
+  private async removeTempDir(): Promise<void> {
+    let lock: LockFile;
+    try {
+      lock = await LockFile.acquire(path.join(this.layout.gitdir, 'index'), { label: 'index', timeoutMs: 200 });
+    } catch {
+      return; // another process holds the index: it is either that run, or the lock is reported when a write needs it
+    }
+    try {
+      await fs.promises.rm(path.join(this.layout.gitdir, TEMP_DIR), { recursive: true, force: true });
+    } finally {
+      await lock.rollback();
+    }
   }
 
   async resolveCommit(shaOrPrefix: string): Promise<string | undefined> {
@@ -250,6 +271,8 @@ export class LocalRepo implements RepoBackend {
     try {
       await this.expectHead(change);
       const written = change.files.map((f) => f.path);
+      // an earlier run killed while it updated the working copy: its temporary files are not a person's change
+      const leftovers = await this.removeLeftovers([...(change.paths ?? []), ...written]);
       const dirty = await this.uncommittedChanges(change.parent, change.paths ?? written, written);
       if (dirty.length > 0) {
         throw new InputError(`uncommitted changes in the target paths or in files the revert writes (${dirty.slice(0, 5).join(', ')}${dirty.length > 5 ? ', …' : ''}): commit or discard them first; nothing was written`, { file: this.description });
@@ -262,6 +285,7 @@ export class LocalRepo implements RepoBackend {
       } catch (error) {
         throw new RemoteError('git', `the commit ${commit} is on ${change.branch}, but the working copy could not be updated to it (${(error as Error).message}): run "git restore --source=HEAD --staged --worktree -- ${written.join(' ')}" to finish`, { cause: error });
       }
+      if (leftovers.length) warnings.unshift(`removed ${leftovers.join(', ')}: temporary file${leftovers.length === 1 ? '' : 's'} of an interrupted lastgood run`);
       return { commit, branch: change.branch, created: await this.landed(change.branch, commit), ...(warnings.length ? { warnings } : {}) };
     } finally {
       await indexLock.rollback();
@@ -354,20 +378,77 @@ export class LocalRepo implements RepoBackend {
         continue;
       }
       await fs.promises.mkdir(path.dirname(file), { recursive: true });
-      const content = await this.readBlob(after.oid);
-      if (after.mode === SYMLINK) {
-        const tmp = path.join(path.dirname(file), `.${path.basename(file)}.lastgood-link`);
-        await fs.promises.rm(tmp, { force: true });
-        await fs.promises.symlink(Buffer.from(content).toString('utf8'), tmp);
-        await fs.promises.rename(tmp, file);
-      } else {
-        // whole or not at all; git's modes for a checkout (0666 / 0777 less the umask)
-        await replaceFile(file, content, { mode: after.mode === '100755' ? 0o777 : 0o666, durable: false });
-      }
+      await this.placeFile(file, await this.readBlob(after.oid), after.mode);
       updates.push({ path: f.path, oid: after.oid, stats: await fs.promises.lstat(file) });
     }
+    // every file is in place: the folder of their temporary copies goes
+    await fs.promises.rm(path.join(this.layout.gitdir, TEMP_DIR), { recursive: true, force: true });
     await this.writeIndex(indexLock, updates);
     return kept.length === 0 ? [] : [`${kept.join(', ')} changed in the working copy while lastgood was updating it: your version is kept (git status shows it modified against the revert)`];
+  }
+
+  /**
+   * Puts a file of the work tree in place whole or not at all, as a checkout does: written (or the
+   * symlink made) beside the repository's own files, in <gitdir>/lastgood-tmp, then renamed over
+   * the file. A kill between the two leaves nothing in the work tree (`git status` stays clean, and
+   * no untracked file in a target folder can be committed by `git add -A` or refused as a person's
+   * change); the next run removes what is left there (removeLeftovers). Where the work tree is on
+   * another file system than the git folder, the file is written beside its destination, and that
+   * is recognised and removed the same way.
+   */
+  private async placeFile(file: string, content: Uint8Array, mode: string): Promise<void> {
+    const tmpDir = path.join(this.layout.gitdir, TEMP_DIR);
+    await fs.promises.mkdir(tmpDir, { recursive: true });
+    const tmp = path.join(tmpDir, `${randomBytes(6).toString('hex')}${mode === SYMLINK ? '.link' : ''}`);
+    if (mode === SYMLINK) await fs.promises.symlink(Buffer.from(content).toString('utf8'), tmp);
+    else {
+      // git's modes for a checkout (0666 / 0777 less the umask)
+      const handle = await fs.promises.open(tmp, 'wx', mode === '100755' ? 0o777 : 0o666);
+      try {
+        await handle.writeFile(content);
+      } finally {
+        await handle.close();
+      }
+    }
+    await pauseForTest('worktree-temp');
+    try {
+      await fs.promises.rename(tmp, file);
+    } catch (error) {
+      await fs.promises.rm(tmp, { force: true });
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+      if (mode === SYMLINK) {
+        const near = path.join(path.dirname(file), `.${path.basename(file)}.lastgood-link`);
+        await fs.promises.rm(near, { force: true });
+        await fs.promises.symlink(Buffer.from(content).toString('utf8'), near);
+        await fs.promises.rename(near, file);
+      } else await replaceFile(file, content, { mode: mode === '100755' ? 0o777 : 0o666, durable: false });
+    }
+  }
+
+  /**
+   * What a run killed while updating the working copy left behind, removed under the index lock:
+   * <gitdir>/lastgood-tmp, and in the folders of the target paths, files named as lastgood names its
+   * temporary files there (`.<name>.lastgood-<12 hex>`, `.<name>.lastgood-link`: an older lastgood,
+   * or a work tree on another file system). Returns what was removed from the work tree, to be said.
+   */
+  private async removeLeftovers(paths: string[]): Promise<string[]> {
+    await fs.promises.rm(path.join(this.layout.gitdir, TEMP_DIR), { recursive: true, force: true });
+    const dir = this.layout.dir;
+    if (!dir) return [];
+    const removed: string[] = [];
+    const visit = async (folder: string, depth: number): Promise<void> => {
+      const entries = await fs.promises.readdir(path.join(dir, folder), { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        const rel = folder ? `${folder}/${e.name}` : e.name;
+        if (e.isDirectory() && e.name !== '.git' && depth < 32) await visit(rel, depth + 1);
+        else if (!e.isDirectory() && LEFTOVER.test(e.name)) {
+          await fs.promises.rm(path.join(dir, rel), { force: true });
+          removed.push(rel);
+        }
+      }
+    };
+    for (const p of new Set(paths.map((x) => (x.endsWith('/') ? x.replace(/\/+$/, '') : path.posix.dirname(x))).map((x) => (x === '.' ? '' : x)))) await visit(p, 0);
+    return removed.sort();
   }
 
   /**

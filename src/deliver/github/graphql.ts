@@ -1,5 +1,5 @@
 import type { Octokit } from '@octokit/rest';
-import { InputError, RemoteError, redact } from '../errors.ts';
+import { InputError, RemoteError, redact } from '../../errors.ts';
 
 /**
  * GitHub's GraphQL API as the GitHub backend uses it: one request per document (aliases make one
@@ -13,6 +13,31 @@ import { InputError, RemoteError, redact } from '../errors.ts';
  */
 
 export type Permission = 'contents' | 'pull-requests' | 'issues' | 'deployments';
+
+/**
+ * Request options of a write that must not be sent twice blindly: no retry by @octokit/plugin-retry
+ * (`retries: 0`) nor by the throttling plugin's secondary-rate-limit handler (`lastgoodOnce`).
+ */
+export const SEND_ONCE = { retries: 0, lastgoodOnce: true } as const;
+
+/**
+ * An error after which GitHub may have applied the write although we never saw the answer: a 5xx
+ * (a proxy timing out while the backend finished), a rate limit reported after the mutation ran,
+ * a dropped connection (Octokit reports it as a 500). Refusals (4xx with a reason) are answers.
+ */
+export function isLostAnswer(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = error as { status?: unknown; message?: unknown; cause?: unknown } | undefined; e && !seen.has(e); e = e.cause as typeof e) {
+    seen.add(e);
+    const status = typeof e.status === 'number' ? e.status : undefined;
+    if (status === undefined) continue;
+    if (status >= 500) return true;
+    if ((status === 403 || status === 429) && /rate limit/i.test(String(e.message ?? ''))) return true;
+    return false;
+  }
+  // Octokit reports a failed connection as status 500 itself: no status at all is no answer of GitHub's
+  return false;
+}
 
 export interface GraphQLErrorItem {
   type?: string;
@@ -65,10 +90,14 @@ export class GitHubGraphQL {
     this.wrap = wrap;
   }
 
-  /** One document; `data` and `errors` both come back (partial success of mutations). */
-  async run<T>(what: string, permission: Permission | undefined, document: string, variables: Record<string, unknown>): Promise<GraphQLResult<T>> {
+  /**
+   * One document; `data` and `errors` both come back (partial success of mutations). `once`: a
+   * mutation whose answer may be lost after GitHub applied it is not retried by the plugins (the
+   * caller looks for what it made first: see the backend's `settle`).
+   */
+  async run<T>(what: string, permission: Permission | undefined, document: string, variables: Record<string, unknown>, opts: { once?: boolean } = {}): Promise<GraphQLResult<T>> {
     try {
-      const data = await this.octokit.graphql<T>(document, variables);
+      const data = await this.octokit.graphql<T>(document, opts.once ? { ...variables, request: SEND_ONCE } : variables);
       return { data, errors: [] };
     } catch (error) {
       if (isResponseError(error)) return { data: (error.data ?? null) as T | null, errors: error.errors ?? [] };

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { InputError, RemoteError } from '../errors.ts';
+import { InputError, RemoteError } from '../../errors.ts';
 
 /**
  * Git's own discipline for writing a repository on disk, for the local backend and the notes
@@ -44,6 +44,7 @@ export type WritePoint =
   | 'ref-written'
   | 'ref-renamed'
   | 'worktree-write'
+  | 'worktree-temp'
   | 'index-written'
   | 'index-renamed'
   | 'notes-busy'
@@ -80,8 +81,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const code = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 
-/** The default wait for another writer's lock: a running git finishes well within it; a crashed one never does. */
+/**
+ * The default wait for another writer's lock: a running git finishes well within it; a crashed one
+ * never does. The wait starts again whenever the lock file changes (writers taking turns, or a
+ * lastgood holder touching its lock while it works on a loaded machine), up to a minute in all
+ * (LockFile.acquire); a lock file that stays as it is for this long is reported.
+ */
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+/** how often a held lock file is touched (LockFile): well inside DEFAULT_LOCK_TIMEOUT_MS, even on a loaded machine */
+const HEARTBEAT_MS = 1000;
 
 /** Another process holds a lock file past the wait: exit 3, with the way out. */
 export class LockHeldError extends RemoteError {
@@ -124,17 +132,31 @@ export class LockFile {
   private readonly opts: LockOptions;
   private done = false;
 
+  /** touches the lock file while it is held: a live holder, however slow, is told from one that died */
+  private heartbeat: NodeJS.Timeout | undefined;
+
   private constructor(target: string, handle: fs.promises.FileHandle, createdDirs: string[], opts: LockOptions) {
     this.target = target;
     this.path = `${target}.lock`;
     this.handle = handle;
     this.createdDirs = createdDirs;
     this.opts = opts;
+    // git ignores a lock file's times; another lastgood waiting for it sees them change (acquire) and keeps waiting
+    this.heartbeat = setInterval(() => {
+      const now = new Date();
+      void this.handle?.utimes(now, now).catch(() => undefined);
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
   }
 
   static async acquire(target: string, opts: LockOptions = {}): Promise<LockFile> {
     const lockPath = `${target}.lock`;
-    let deadline = Date.now() + (opts.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+    const wait = opts.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    let deadline = Date.now() + wait;
+    // writers taking turns (each lock a new file, or one being written) are progress, waited for up
+    // to this long in all; one lock file that stays as it is for `wait` is a holder that is stuck or gone
+    const cap = Date.now() + Math.max(12 * wait, 60_000);
+    let seen: string | undefined;
     const createdDirs: string[] = [];
     const label = opts.label ?? 'ref';
     // lockfile.c: the n-th wait is about n² ms (±25%), at most 1 s
@@ -162,6 +184,9 @@ export class LockFile {
         const pausedAt = Date.now();
         await step(`${label}-busy` as WritePoint, opts.step);
         deadline += Date.now() - pausedAt;
+        const now = await fs.promises.stat(lockPath).then((st) => `${st.ino}:${st.mtimeMs}:${st.size}`, () => 'gone');
+        if (seen !== undefined && now !== seen) deadline = Math.max(deadline, Math.min(cap, Date.now() + wait));
+        seen = now;
         if (Date.now() >= deadline) {
           await removeEmptyDirs(createdDirs);
           throw new LockHeldError(lockPath, error);
@@ -196,6 +221,7 @@ export class LockFile {
   /** fsync the lock, rename it over the target, fsync the folder: the target is the old content or the new, never torn. */
   async commit(): Promise<void> {
     const handle = this.open();
+    clearInterval(this.heartbeat);
     await handle.sync();
     await handle.close();
     this.handle = undefined;
@@ -209,6 +235,7 @@ export class LockFile {
 
   /** Gives the lock up without touching the target (a no-op after commit). */
   async rollback(): Promise<void> {
+    clearInterval(this.heartbeat);
     if (this.done) return;
     this.done = true;
     await this.handle?.close().catch(() => undefined);

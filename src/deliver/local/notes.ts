@@ -1,7 +1,7 @@
 import nodeFs from 'node:fs';
 import git from 'isomorphic-git';
-import { formatRecord, NOTES_REF, parseNote, type NotesStore, type VerifiedRecord } from '../history/notes.ts';
-import type { Person } from '../repo/types.ts';
+import { formatReceipt, formatRecord, hasReceipt, NOTES_REF, parseNote, type NotesStore, type VerifiedRecord } from '../../history/notes.ts';
+import type { Person } from '../../repo/types.ts';
 import { objectWritingFs, readRef, RefLock } from './refs.ts';
 
 /** Verified last-known-good records as git notes in a repository on disk (the local and git-remote backends). */
@@ -21,7 +21,7 @@ export interface LocalNotesOptions {
 
 /**
  * A notes store on a local repository (working copy or bare). Writers serialize on the lock file
- * `refs/notes/lastgood.lock` with git's own ref lock protocol (src/deliver/refs.ts): the new notes
+ * `refs/notes/lastgood.lock` with git's own ref lock protocol (src/deliver/local/refs.ts): the new notes
  * commit is written on top of the ref's value read under the lock, and the lock file, holding the
  * new value, is renamed over the ref. Native git (`git notes --ref=lastgood add`) takes the same
  * lock, so it and lastgood never lose each other's notes either. The ref is read strictly: a
@@ -55,14 +55,15 @@ export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
     return Buffer.from((await git.readBlob({ fs, gitdir, oid, cache })).blob).toString('utf8');
   }
 
-  async function write(commit: string, line: string): Promise<void> {
+  /** Appends `line` to `commit`'s note under the lock; false when the note already has it (or `present` says so). */
+  async function write(commit: string, line: string, present: (text: string) => boolean = (text) => text.split('\n').some((l) => l.trimEnd() === line)): Promise<boolean> {
     const lock = await RefLock.acquire(gitdir, NOTES_REF, { label: 'notes', timeoutMs: opts.lockTimeoutMs ?? 10_000 });
     try {
       const parent = await lock.current();
       const notes = parent ? await readNotesTree(parent) : new Map<string, string>();
       const existing = notes.get(commit);
       const before = existing ? await readText(existing) : '';
-      if (before.split('\n').some((l) => l.trimEnd() === line)) return;
+      if (present(before)) return false;
       const text = `${before}${before && !before.endsWith('\n') ? '\n' : ''}${line}\n`;
       notes.set(commit, await git.writeBlob({ fs: objectFs, gitdir, blob: Buffer.from(text, 'utf8') }));
       // a flat notes tree: git reads any fan-out, and rewrites its own when it needs to
@@ -78,6 +79,7 @@ export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
         commit: { tree, parent: parent ? [parent] : [], author: now, committer: now, message: `Notes added by 'lastgood'\n` },
       });
       await lock.commit(notesCommit, parent);
+      return true;
     } finally {
       await lock.release();
     }
@@ -96,6 +98,10 @@ export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
     async record(commit, rec) {
       if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) throw new TypeError(`record: not a full commit SHA: ${commit}`);
       await write(commit, formatRecord(rec));
+    },
+    async claim(bad, receipt) {
+      if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(bad)) throw new TypeError(`claim: not a full commit SHA: ${bad}`);
+      return write(bad, formatReceipt(receipt), (text) => hasReceipt(text, receipt));
     },
   };
 }

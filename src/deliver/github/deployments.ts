@@ -1,6 +1,6 @@
 import type { Octokit } from '@octokit/rest';
-import type { NotesStore, Observation, RecordResult, VerifiedRecord } from '../history/notes.ts';
-import type { GitHubGraphQL } from './github-graphql.ts';
+import type { NotesStore, Observation, RecordResult, VerifiedRecord } from '../../history/notes.ts';
+import { isLostAnswer, SEND_ONCE, type GitHubGraphQL } from './graphql.ts';
 
 /**
  * Verified last-known-good records on GitHub, as Deployments: GitHub's own model of "which commit
@@ -31,6 +31,8 @@ export interface DeploymentsOptions {
   environment?: string;
   /** said once when the token lacks the permission */
   onWarning?: (message: string) => void;
+  /** the unit of the backoff after a lost answer (default 1000 ms; tests use a few ms) */
+  retryUnitMs?: number;
 }
 
 interface GqlDeployment {
@@ -68,8 +70,28 @@ export function environmentName(template: string | undefined, target: string): s
   return (template ?? '{target}').replaceAll('{target}', target);
 }
 
+/**
+ * A deployment write whose answer may be lost after GitHub applied it: sent once (SEND_ONCE), and
+ * after a lost answer `landed` reads what it would have made (the deployment of this commit and
+ * target; its latest status) before it is sent again. One deployment and one status per
+ * observation, however the answers go.
+ */
+async function settleOnce<T>(send: () => Promise<T>, landed: () => Promise<T | undefined>, attempts: number, unitMs: number): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      if (!isLostAnswer(error) || attempt >= attempts) throw error;
+      const found = await landed();
+      if (found !== undefined) return found;
+      await new Promise((r) => setTimeout(r, unitMs * 2 ** (attempt - 1)));
+    }
+  }
+}
+
 export function openDeploymentRecords(opts: DeploymentsOptions): NotesStore {
   const args = { owner: opts.owner, repo: opts.repo };
+  const once = <T>(send: () => Promise<T>, landed: () => Promise<T | undefined>) => settleOnce(send, landed, 4, opts.retryUnitMs ?? 1000);
   let refused: string | undefined;
   const refuse = (what: string, error: unknown): RecordResult => {
     if (!refused) {
@@ -105,24 +127,40 @@ export function openDeploymentRecords(opts: DeploymentsOptions): NotesStore {
     const latest = mine?.latestStatus?.state.toLowerCase();
     if (mine && latest === state) return { recorded: true, reason: `already recorded (deployment ${mine.databaseId} to ${environment})` };
     const description = rec.evidence.slice(0, 140);
+    const fresh = async () => {
+      cache.clear();
+      return deployments([environment]);
+    };
     try {
       let id = mine?.databaseId ?? undefined;
       if (id === undefined) {
-        const { data } = await opts.octokit.rest.repos.createDeployment({
-          ...args, ref: commit, task: DEPLOYMENT_TASK, environment, description: `lastgood observed ${rec.target}`,
-          // a record of what runs, not a request to deploy: no merge of the default branch, no status checks
-          auto_merge: false, required_contexts: [], transient_environment: false,
-          payload: { lastgood: { target: rec.target, at: rec.at, evidence: rec.evidence.slice(0, 1000) } },
-        });
-        if (!('id' in data)) throw new Error(`GitHub did not create the deployment: ${(data as { message?: string }).message ?? 'no reason given'}`);
-        id = data.id;
+        id = await once(async () => {
+          const { data } = await opts.octokit.rest.repos.createDeployment({
+            ...args, ref: commit, task: DEPLOYMENT_TASK, environment, description: `lastgood observed ${rec.target}`,
+            // a record of what runs, not a request to deploy: no merge of the default branch, no status checks
+            auto_merge: false, required_contexts: [], transient_environment: false,
+            payload: { lastgood: { target: rec.target, at: rec.at, evidence: rec.evidence.slice(0, 1000) } },
+            request: SEND_ONCE,
+          });
+          if (!('id' in data)) throw new Error(`GitHub did not create the deployment: ${(data as { message?: string }).message ?? 'no reason given'}`);
+          return data.id;
+        }, async () => (await fresh()).find((d) => d.commitOid === commit && parsePayload(d.payload).lastgood?.target === rec.target)?.databaseId ?? undefined);
       }
+      const deploymentId = id;
+      const statusOf = async (dep: number) => (await fresh()).find((d) => d.databaseId === dep)?.latestStatus?.state.toLowerCase();
+      await once(async () => {
+        await opts.octokit.rest.repos.createDeploymentStatus({ ...args, deployment_id: deploymentId, state, environment, description, auto_inactive: false, request: SEND_ONCE });
+        return true;
+      }, async () => ((await statusOf(deploymentId)) === state ? true : undefined));
       // superseded: the environment's other lastgood deployments that were active
-      await opts.octokit.rest.repos.createDeploymentStatus({ ...args, deployment_id: id, state, environment, description, auto_inactive: false });
       if (state === 'success') {
         for (const other of existing) {
           if (other.databaseId === null || other.databaseId === id || other.state !== 'ACTIVE') continue;
-          await opts.octokit.rest.repos.createDeploymentStatus({ ...args, deployment_id: other.databaseId, state: 'inactive', environment, description: `superseded by ${commit.slice(0, 12)}` });
+          const otherId = other.databaseId;
+          await once(async () => {
+            await opts.octokit.rest.repos.createDeploymentStatus({ ...args, deployment_id: otherId, state: 'inactive', environment, description: `superseded by ${commit.slice(0, 12)}`, request: SEND_ONCE });
+            return true;
+          }, async () => ((await statusOf(otherId)) === 'inactive' ? true : undefined));
         }
       }
       return { recorded: true, reason: `deployment ${id} to ${environment}: ${state}` };

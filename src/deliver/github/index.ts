@@ -1,35 +1,37 @@
 import { randomBytes } from 'node:crypto';
 import { Octokit } from '@octokit/rest';
-import { parseGitHubUrl } from './github-url.ts';
+import { parseGitHubUrl } from './url.ts';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
-import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../errors.ts';
-import type { NotesStore } from '../history/notes.ts';
-import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../repo/types.ts';
-import { reviewBranch } from './branch.ts';
-import { checkEntryName, symlinkFolderRefusal, type TreeItem } from './tree-walk.ts';
-import { GitHubGraphQL, protectionMessage, protectionRule, type GraphQLErrorItem, type Permission } from './github-graphql.ts';
-import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './github-reads.ts';
-import { planCommit, restWarning, splitMessage, type CommitPlan } from './github-commit.ts';
-import { openDeploymentRecords } from './github-deployments.ts';
+import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../../errors.ts';
+import type { NotesStore } from '../../history/notes.ts';
+import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../../repo/types.ts';
+import { reviewBranch } from '../branch.ts';
+import { checkEntryName, symlinkFolderRefusal, type TreeItem } from '../tree-walk.ts';
+import { GitHubGraphQL, isLostAnswer, protectionMessage, protectionRule, SEND_ONCE, type GraphQLErrorItem, type Permission } from './graphql.ts';
+import { lastgoodTarget, revertedBy } from '../../history/trailers.ts';
+import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './reads.ts';
+import { planCommit, restWarning, splitMessage, type CommitPlan } from './commit.ts';
+import { openDeploymentRecords } from './deployments.ts';
+import { claimOnGitHub } from './receipts.ts';
 
 /**
  * GitHub backend: reads and writes a repository through GitHub's API, without a clone, in as few
  * requests as the work allows (every request counts against the installation's rate limit, and
  * during an incident a fleet of targets may fail together).
  *
- * - Reads (github-reads.ts): GraphQL documents that answer many RepoReader primitives at once: the
+ * - Reads (reads.ts): GraphQL documents that answer many RepoReader primitives at once: the
  *   branch head with 2,000 commits of history, a path's state along that history, a folder's
  *   versions with their files' texts. The number of requests depends on the target paths, never on
  *   the size of the repository.
- * - Commits (github-commit.ts): GraphQL `createCommitOnBranch`: GitHub creates and signs the commit
+ * - Commits (commit.ts): GraphQL `createCommitOnBranch`: GitHub creates and signs the commit
  *   (Verified: branches that "Require signed commits" take it), and `expectedHeadOid` is a
  *   compare-and-swap on the branch (a moved head re-plans, never a lost update, never a force). A
  *   change the mutation cannot express (file modes, symlinks, submodules) goes through the REST git
  *   data API (research/engineering.md §2.1), and the delivery says so.
  * - Pull requests: the branch, its commit and the pull request in one mutation document; labels,
  *   reviewers and assignees in a second.
- * - Verified last-known-good records (github-deployments.ts): Deployments per target environment.
+ * - Verified last-known-good records (deployments.ts): Deployments per target environment.
  *
  * Rate limits: @octokit/plugin-throttling paces writes and GraphQL documents (GitHub asks for one
  * per second) and retries primary and secondary rate limits `maxRetries` times; @octokit/plugin-retry
@@ -98,15 +100,6 @@ export function pullRequestMarker(change: Pick<Change, 'target' | 'bad'>): strin
   return `<!-- lastgood:target=${change.target} bad=${change.bad[0] ?? 'unknown'} -->`;
 }
 
-/** A git author as GitHub's API takes it: ISO 8601 with the author's own offset. */
-function isoWithOffset(p: Person): string {
-  const offsetMinutes = -p.timezoneOffset; // isomorphic-git's convention: +0200 is stored as -120
-  const local = new Date((p.timestamp + offsetMinutes * 60) * 1000).toISOString().slice(0, 19);
-  const sign = offsetMinutes < 0 ? '-' : '+';
-  const abs = Math.abs(offsetMinutes);
-  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-}
-
 /** The REST API gives dates in UTC: the author's timezone offset is not recoverable (reported as 0). */
 function personFrom(user: { name?: string; email?: string; date?: string } | null | undefined): Person {
   const ms = user?.date ? Date.parse(user.date) : NaN;
@@ -123,6 +116,9 @@ interface FoundPull {
   title: string;
   body: string;
   labels: string[];
+  /** users whose review is requested, or who reviewed it */
+  reviewers: string[];
+  assignees: string[];
 }
 
 /** What opening or updating a revert pull request needs to know, read in one query. */
@@ -145,9 +141,23 @@ interface GqlPull {
   headRefOid: string;
   headRepositoryOwner: { login: string } | null;
   labels: { nodes: Array<{ name: string }> } | null;
+  reviewRequests: { nodes: Array<{ requestedReviewer: { login?: string } | null }> } | null;
+  latestReviews: { nodes: Array<{ author: { login: string } | null }> } | null;
+  assignees: { nodes: Array<{ login: string }> } | null;
 }
 
-const PULL_FIELDS = 'id number url title body headRefName headRefOid headRepositoryOwner { login } labels(first: 100) { nodes { name } }';
+const PULL_FIELDS = 'id number url title body headRefName headRefOid headRepositoryOwner { login } labels(first: 100) { nodes { name } } '
+  + 'reviewRequests(first: 100) { nodes { requestedReviewer { ... on User { login } } } } latestReviews(first: 100) { nodes { author { login } } } assignees(first: 100) { nodes { login } }';
+
+/** A pull request as the find query reads it. */
+function foundPull(pr: GqlPull): FoundPull {
+  const requested = (pr.reviewRequests?.nodes ?? []).map((n) => n.requestedReviewer?.login).filter((l): l is string => Boolean(l));
+  const reviewed = (pr.latestReviews?.nodes ?? []).map((n) => n.author?.login).filter((l): l is string => Boolean(l));
+  return {
+    id: pr.id, number: pr.number, url: pr.url, headRef: pr.headRefName, headSha: pr.headRefOid, title: pr.title, body: pr.body,
+    labels: (pr.labels?.nodes ?? []).map((l) => l.name), reviewers: [...new Set([...requested, ...reviewed])], assignees: (pr.assignees?.nodes ?? []).map((a) => a.login),
+  };
+}
 
 const STALE = /expected branch to point to|STALE_DATA|is not a fast forward|reference already exists|already exists/i;
 
@@ -177,7 +187,8 @@ class GitHubRepo implements GitHubBackend {
     this.description = `${baseUrl === 'https://api.github.com' ? 'https://github.com' : baseUrl}/${opts.owner}/${opts.repo}`;
     const maxRetries = opts.maxRetries ?? 3;
     const unit = opts.retryUnitMs ?? 1000;
-    const retryOnLimit = (_after: number, _options: unknown, _octokit: unknown, retryCount: number) => retryCount < maxRetries;
+    // a write sent once (SEND_ONCE) is never retried here: its answer may be lost after GitHub applied it (settle)
+    const retryOnLimit = (_after: number, options: { request?: { lastgoodOnce?: boolean } }, _octokit: unknown, retryCount: number) => !options.request?.lastgoodOnce && retryCount < maxRetries;
     const paced = opts.writeIntervalMs === undefined ? {} : { write: pacedGroup(opts.writeIntervalMs), notifications: pacedGroup(opts.writeIntervalMs) };
     this.octokit = new ThrottledOctokit({
       auth: opts.token,
@@ -228,6 +239,45 @@ class GitHubRepo implements GitHubBackend {
 
   private get repoArgs() {
     return { owner: this.owner, repo: this.repo };
+  }
+
+  /**
+   * A write GitHub may apply without its answer reaching us (isLostAnswer: a 5xx from a proxy, a
+   * secondary rate limit reported after the mutation ran, a dropped connection). It is sent with
+   * SEND_ONCE, never again blindly: after a lost answer `landed` looks for what the write makes,
+   * by what it is (a commit by its parent and trailers, a pull request by its branch and marker, a
+   * deployment by its commit and target), and only when nothing is there is it sent again, after a
+   * backoff. `uncertain`: an answer was lost, so what `landed` found may be this run's own write.
+   */
+  private async settle<T>(send: () => Promise<T>, landed: () => Promise<T | undefined>): Promise<{ value: T; uncertain: boolean }> {
+    const attempts = (this.opts.maxRetries ?? 3) + 1;
+    const unit = this.opts.retryUnitMs ?? 1000;
+    let uncertain = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return { value: await send(), uncertain };
+      } catch (error) {
+        if (!isLostAnswer(error) || attempt >= attempts) throw error;
+        uncertain = true;
+        const found = await landed();
+        if (found !== undefined) return { value: found, uncertain };
+        await new Promise((r) => setTimeout(r, unit * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
+  /** The branch's head, read now (not from the cache), if it is this change's commit: on change.parent, with its trailers. */
+  private async headIsThisRevert(change: Change): Promise<string | undefined> {
+    this.reads.forgetHead(change.branch);
+    const head = await this.head(change.branch);
+    return (await this.isRevertOf(head, change)) ? head : undefined;
+  }
+
+  /** `sha` is the revert this change plans: its only parent is change.parent and its trailers name the same target and bad commits. */
+  private async isRevertOf(sha: string, change: Change): Promise<boolean> {
+    if (sha === change.parent) return false;
+    const c = await this.readCommit(sha);
+    return c.parents.length === 1 && c.parents[0] === change.parent && lastgoodTarget(c.message) === change.target && revertedBy(c.message).join(',') === change.bad.join(',');
   }
 
   // ---- RepoReader ------------------------------------------------------------------------------
@@ -307,9 +357,13 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
-  /** Verified last-known-good records: Deployments, one environment per target (github-deployments.ts). */
+  /** Verified last-known-good records: Deployments, one environment per target (deployments.ts). */
   notes(): NotesStore {
-    this.records ??= openDeploymentRecords({ owner: this.owner, repo: this.repo, octokit: this.octokit, gql: this.gql, ...(this.opts.environment ? { environment: this.opts.environment } : {}), ...(this.opts.onWarning ? { onWarning: this.opts.onWarning } : {}) });
+    this.records ??= {
+      ...openDeploymentRecords({ owner: this.owner, repo: this.repo, octokit: this.octokit, gql: this.gql, retryUnitMs: this.opts.retryUnitMs ?? 1000, ...(this.opts.environment ? { environment: this.opts.environment } : {}), ...(this.opts.onWarning ? { onWarning: this.opts.onWarning } : {}) }),
+      // a revert's side effects done once: claimed by creating a ref (receipts.ts)
+      claim: (bad, receipt) => claimOnGitHub(this.octokit, this.repoArgs, bad, receipt, { attempts: (this.opts.maxRetries ?? 3) + 1, retryUnitMs: this.opts.retryUnitMs ?? 1000 }),
+    };
     return this.records;
   }
 
@@ -321,7 +375,9 @@ class GitHubRepo implements GitHubBackend {
     const items: Array<{ path: string; mode: '100644' | '100755' | '040000' | '160000' | '120000'; type: 'blob'; sha: string | null }> = [];
     for (const f of change.files) {
       if ('delete' in f) {
-        items.push({ path: f.path, mode: '100644', type: 'blob', sha: null });
+        // only a path the parent has: GitHub refuses a deletion of what is not there
+        const here = this.reads.cachedEntry(change.parent, f.path) ?? (await this.reads.pathState(change.parent, f.path));
+        if (here.kind === 'entry') items.push({ path: f.path, mode: '100644', type: 'blob', sha: null });
         continue;
       }
       let sha: string;
@@ -343,13 +399,17 @@ class GitHubRepo implements GitHubBackend {
     return { tree, parentTree: parent.tree };
   }
 
-  private async createCommit(change: Change, tree: string): Promise<string> {
-    const author = { name: change.author.name, email: change.author.email, date: isoWithOffset(change.author) };
+  /**
+   * A commit through REST git data, with no custom author or committer: GitHub then signs it when
+   * the token is a GitHub App's (an installation token, GITHUB_TOKEN), and only then (restWarning).
+   * Its author is the token's identity, as with createCommitOnBranch. `signed`: GitHub's own answer.
+   */
+  private async createCommit(change: Change, tree: string): Promise<{ sha: string; signed: boolean }> {
     const { data } = await this.call('creating the commit', 'contents', () =>
-      this.octokit.rest.git.createCommit({ ...this.repoArgs, message: redact(change.message), tree, parents: [change.parent], author }),
+      this.octokit.rest.git.createCommit({ ...this.repoArgs, message: redact(change.message), tree, parents: [change.parent] }),
     );
-    this.reads.cacheCommit({ oid: data.sha, parents: [change.parent], message: data.message, tree, author: change.author, committer: personFrom(data.committer) });
-    return data.sha;
+    this.reads.cacheCommit({ oid: data.sha, parents: [change.parent], message: data.message, tree, author: personFrom(data.author), committer: personFrom(data.committer) });
+    return { sha: data.sha, signed: data.verification?.verified === true };
   }
 
   // ---- writing: createCommitOnBranch --------------------------------------------------------------
@@ -364,19 +424,27 @@ class GitHubRepo implements GitHubBackend {
     };
   }
 
-  /** One signed commit on `branch` (which must be at `change.parent`); undefined when the branch moved. */
-  private async commitOnBranch(change: Change, branch: string, plan: CommitPlan): Promise<string | undefined> {
+  /**
+   * One signed commit on the branch (which must be at `change.parent`): `commit` when it landed
+   * (`uncertain`: found after a lost answer), `moved` when the branch had moved.
+   */
+  private async commitOnBranch(change: Change, plan: CommitPlan): Promise<{ commit: string; uncertain: boolean } | { moved: true }> {
+    const branch = change.branch;
     const doc = 'mutation($input: CreateCommitOnBranchInput!) { createCommitOnBranch(input: $input) { commit { oid } } }';
-    const { data, errors } = await this.gql.run<{ createCommitOnBranch: { commit: { oid: string } | null } | null }>(
-      `writing the revert commit to ${branch}`, 'contents', doc, { input: this.commitInput(change, branch, plan) },
-    );
-    const oid = data?.createCommitOnBranch?.commit?.oid;
-    if (oid && errors.length === 0) {
-      this.rememberCommit(change, oid);
-      return oid;
-    }
-    if (errors.some((e) => e.type === 'STALE_DATA' || /expected branch to point to/i.test(e.message))) return undefined;
-    throw this.gql.failure(`writing the revert commit to ${branch}`, 'contents', errors, branch);
+    const { value, uncertain } = await this.settle<string | null>(async () => {
+      const { data, errors } = await this.gql.run<{ createCommitOnBranch: { commit: { oid: string } | null } | null }>(
+        `writing the revert commit to ${branch}`, 'contents', doc, { input: this.commitInput(change, branch, plan) }, { once: true },
+      );
+      const oid = data?.createCommitOnBranch?.commit?.oid;
+      if (oid && errors.length === 0) return oid;
+      if (errors.some((e) => e.type === 'STALE_DATA' || /expected branch to point to/i.test(e.message))) return null;
+      throw this.gql.failure(`writing the revert commit to ${branch}`, 'contents', errors, branch);
+    }, () => this.headIsThisRevert(change));
+    // the branch moved: after a lost answer, possibly by this very write (its compare-and-swap then fails on a retry)
+    const commit = value ?? (uncertain ? await this.headIsThisRevert(change) : undefined);
+    if (!commit) return { moved: true };
+    this.rememberCommit(change, commit);
+    return { commit, uncertain };
   }
 
   private rememberCommit(change: Change, oid: string): void {
@@ -404,10 +472,13 @@ class GitHubRepo implements GitHubBackend {
       if (!moved) {
         const plan = await planCommit(change, this.reads);
         if (plan.noop) return { commit: change.parent, branch: change.branch, created: false };
-        const commit = plan.restBecause ? await this.commitThroughRest(change) : await this.commitOnBranch(change, change.branch, plan);
-        if (commit) {
-          this.reads.setHead(change.branch, commit);
-          return { commit, branch: change.branch, created: true, ...(plan.restBecause ? { warnings: [this.warn(restWarning(plan.restBecause, true))] } : {}) };
+        const made = plan.restBecause ? await this.commitThroughRest(change) : await this.commitOnBranch(change, plan);
+        if ('commit' in made) {
+          this.reads.setHead(change.branch, made.commit);
+          const warnings = plan.restBecause ? [this.warn(restWarning(plan.restBecause, 'signed' in made ? (made.signed as boolean) : true))] : [];
+          // a lost answer: the revert found on the branch is this run's own write (its parent and trailers are this change's)
+          if (made.uncertain) warnings.push(this.warn(`GitHub applied the revert commit ${made.commit.slice(0, 12)} but its answer was lost: found on ${change.branch} and taken as this run's`));
+          return { commit: made.commit, branch: change.branch, created: true, ...(warnings.length ? { warnings } : {}) };
         }
         this.reads.forgetHead(change.branch);
         moved = await this.head(change.branch);
@@ -423,17 +494,21 @@ class GitHubRepo implements GitHubBackend {
     }
   }
 
-  /** The REST path of commit mode: tree, commit, non-forced ref update; undefined when the branch moved. */
-  private async commitThroughRest(change: Change): Promise<string | undefined> {
+  /** The REST path of commit mode: tree, commit, non-forced ref update; `moved` when the branch moved. */
+  private async commitThroughRest(change: Change): Promise<{ commit: string; uncertain: boolean; signed: boolean } | { moved: true }> {
     const { tree } = await this.writeTree(change);
-    const commit = await this.createCommit(change, tree);
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${change.branch}`, sha: commit, force: false });
-      return commit;
-    } catch (error) {
-      if (isOctokitFailure(error) && error.status === 422 && !protectionRule(failureText(error))) return undefined;
-      throw this.wrap(`updating branch ${change.branch}`, 'contents', error, change.branch);
-    }
+    const { sha: commit, signed } = await this.createCommit(change, tree);
+    const { value, uncertain } = await this.settle<boolean>(async () => {
+      try {
+        await this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${change.branch}`, sha: commit, force: false, request: SEND_ONCE });
+        return true;
+      } catch (error) {
+        if (isOctokitFailure(error) && error.status === 422 && !protectionRule(failureText(error))) return false;
+        throw this.wrap(`updating branch ${change.branch}`, 'contents', error, change.branch);
+      }
+    }, async () => ((await this.headIsThisRevert(change)) === commit ? true : undefined));
+    if (value || (uncertain && (await this.headIsThisRevert(change)) === commit)) return { commit, uncertain, signed };
+    return { moved: true };
   }
 
   private warn(message: string): string {
@@ -455,13 +530,12 @@ class GitHubRepo implements GitHubBackend {
     // a token must never reach a PR, even if some evidence text carried one
     const title = redact(spec.title);
     const plan = await planCommit(change, this.reads);
-    const fallbackNote = plan.restBecause ? `\n\n> lastgood: this revert's commit was ${restWarning(plan.restBecause, true)}.` : '';
+    const fallbackNote = plan.restBecause ? `\n\n> lastgood: this revert's commit was ${restWarning(plan.restBecause)}.` : '';
     const body = `${redact(spec.body).trimEnd()}${fallbackNote}\n\n${marker}\n`;
     const warnings: string[] = [];
     const warn = (m: string) => {
       warnings.push(this.warn(m));
     };
-    if (plan.restBecause) warn(restWarning(plan.restBecause, true));
 
     const ctx = await this.pullRequestContext(change.branch, branch, marker, spec);
     const existing = ctx.pull;
@@ -471,7 +545,11 @@ class GitHubRepo implements GitHubBackend {
       // [UPDATE] the branch moves only when the plan differs from what the PR shows
       let head = existing.headSha;
       if (!plan.noop && (await this.differsFrom(existing.headSha, change, plan))) {
-        head = plan.restBecause ? await this.moveThroughRest(existing.headRef, change) : await this.moveSigned(existing.headRef, change, plan);
+        if (plan.restBecause) {
+          const moved = await this.moveThroughRest(existing.headRef, change);
+          head = moved.commit;
+          warn(restWarning(plan.restBecause, moved.signed));
+        } else head = await this.moveSigned(existing.headRef, change, plan);
       }
       const evidenceChanged = stripMarker(existing.body) !== stripMarker(body);
       if (existing.title !== title || evidenceChanged) {
@@ -480,38 +558,56 @@ class GitHubRepo implements GitHubBackend {
         );
       }
       if (evidenceChanged) {
-        await this.call(`commenting on pull request #${existing.number}`, 'pull-requests', () =>
-          this.octokit.rest.issues.createComment({ ...this.repoArgs, issue_number: existing.number, body: `lastgood saw new evidence for this revert and updated the description.${head !== existing.headSha ? ` The branch now points at ${head}.` : ''}` }),
-        );
+        await this.commentOnce(existing.number, `lastgood saw new evidence for this revert and updated the description.${head !== existing.headSha ? ` The branch now points at ${head}.` : ''}`);
       }
-      const missing = spec.labels.filter((l) => !existing.labels.includes(l));
-      if (missing.length > 0) {
-        await this.call(`labelling pull request #${existing.number}`, 'pull-requests', () => this.octokit.rest.issues.addLabels({ ...this.repoArgs, issue_number: existing.number, labels: missing }));
-      }
+      // what an earlier run did not finish (its answer lost, or killed before it): labels, reviewers, assignees
+      await this.decorate(existing, spec, ctx, warn);
       return { commit: head, branch: existing.headRef, pullRequest: { url: existing.url, number: existing.number }, created: false, ...(warnings.length ? { warnings } : {}) };
     }
 
     // [CREATE]
     let commit: string;
     let pull: { id?: string; number: number; url: string };
+    // a lost answer: the pull request found by its branch and marker is taken as this run's own (and finished)
+    const lost = (found: FoundPull) => warn(`GitHub opened pull request #${found.number} but its answer was lost: found by its branch and taken as this run's`);
     if (plan.restBecause) {
       const { tree } = await this.writeTree(change);
-      commit = await this.createCommit(change, tree);
+      const made = await this.createCommit(change, tree);
+      commit = made.sha;
+      warn(restWarning(plan.restBecause, made.signed));
       await this.pointBranch(branch, commit, tree);
-      try {
-        const { data } = await this.octokit.rest.pulls.create({ ...this.repoArgs, title, head: branch, base: change.branch, body, draft: spec.draft, maintainer_can_modify: true });
-        pull = { number: data.number, url: data.html_url, id: data.node_id };
-      } catch (error) {
-        // another run opened it between our lookup and now: use that one
-        if (isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error))) {
-          const raced = (await this.pullRequestContext(change.branch, branch, marker, spec)).pull;
-          if (raced) return { commit: raced.headSha, branch: raced.headRef, pullRequest: { url: raced.url, number: raced.number }, created: false };
+      const opened = await this.settle<{ found: FoundPull; raced: boolean } | { number: number; url: string; id: string }>(async () => {
+        try {
+          const { data } = await this.octokit.rest.pulls.create({ ...this.repoArgs, title, head: branch, base: change.branch, body, draft: spec.draft, maintainer_can_modify: true, request: SEND_ONCE });
+          return { number: data.number, url: data.html_url, id: data.node_id };
+        } catch (error) {
+          // another run opened it between our lookup and now: use that one
+          if (isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error))) {
+            const raced = (await this.pullRequestContext(change.branch, branch, marker, spec)).pull;
+            if (raced) return { found: raced, raced: true };
+          }
+          throw this.wrap(`opening the pull request from ${branch}`, 'pull-requests', error);
         }
-        throw this.wrap(`opening the pull request from ${branch}`, 'pull-requests', error);
-      }
+      }, async () => {
+        const found = (await this.pullRequestContext(change.branch, branch, marker, spec)).pull;
+        return found && { found, raced: false };
+      });
+      if ('found' in opened.value) {
+        const { found, raced } = opened.value;
+        if (raced && !opened.uncertain) return { commit: found.headSha, branch: found.headRef, pullRequest: { url: found.url, number: found.number }, created: false };
+        lost(found);
+        commit = found.headSha;
+        pull = found;
+      } else pull = opened.value;
     } else {
       const made = await this.openSigned(change, branch, plan, ctx, { title, body, draft: spec.draft });
-      if ('raced' in made) return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: false };
+      if ('raced' in made) {
+        if (!made.uncertain) return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: false };
+        lost(made.raced);
+        await this.decorate(made.raced, spec, await this.pullRequestContext(change.branch, branch, marker, spec), warn);
+        if (spec.autoMerge) await this.tryMerge(made.raced.number, made.raced.headSha, warn);
+        return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: true, ...(warnings.length ? { warnings } : {}) };
+      }
       ({ commit, pull } = made);
     }
     await this.decorate(pull, spec, ctx, warn);
@@ -561,7 +657,7 @@ class GitHubRepo implements GitHubBackend {
     });
     return {
       repositoryId: repo.id,
-      pull: pr && { id: pr.id, number: pr.number, url: pr.url, headRef: pr.headRefName, headSha: pr.headRefOid, title: pr.title, body: pr.body, labels: (pr.labels?.nodes ?? []).map((l) => l.name) },
+      pull: pr && foundPull(pr),
       branch: repo.branch ? { id: repo.branch.id, oid: repo.branch.target.oid } : undefined,
       labelIds,
       userIds,
@@ -574,7 +670,27 @@ class GitHubRepo implements GitHubBackend {
    * cannot open without the commit ("No commits between"). Another run that got there first is
    * found again and used.
    */
-  private async openSigned(change: Change, branch: string, plan: CommitPlan, ctx: PullRequestContext, pr: { title: string; body: string; draft: boolean }): Promise<{ commit: string; pull: { id: string; number: number; url: string } } | { raced: FoundPull }> {
+  private async openSigned(change: Change, branch: string, plan: CommitPlan, first: PullRequestContext, pr: { title: string; body: string; draft: boolean }): Promise<{ commit: string; pull: { id: string; number: number; url: string } } | { raced: FoundPull; uncertain: boolean }> {
+    // sent once (its answer may be lost after GitHub applied it): what it made is looked for before it is sent again
+    const attempts = (this.opts.maxRetries ?? 3) + 1;
+    let ctx = first;
+    let uncertain = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const made = await this.openSignedOnce(change, branch, plan, ctx, pr);
+        return 'raced' in made ? { ...made, uncertain } : made;
+      } catch (error) {
+        if (!isLostAnswer(error) || attempt >= attempts) throw error;
+        uncertain = true;
+        // the same document again needs the branch as it is now (it may exist after a partial write)
+        ctx = await this.pullRequestContext(change.branch, branch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] });
+        if (ctx.pull) return { raced: ctx.pull, uncertain };
+        await new Promise((r) => setTimeout(r, (this.opts.retryUnitMs ?? 1000) * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
+  private async openSignedOnce(change: Change, branch: string, plan: CommitPlan, ctx: PullRequestContext, pr: { title: string; body: string; draft: boolean }): Promise<{ commit: string; pull: { id: string; number: number; url: string } } | { raced: FoundPull }> {
     const doc = `mutation($ref: ${ctx.branch ? 'UpdateRefInput!' : 'CreateRefInput!'}, $commit: CreateCommitOnBranchInput!, $pr: CreatePullRequestInput!) {
   branch: ${ctx.branch ? 'updateRef' : 'createRef'}(input: $ref) { ref { id } }
   commit: createCommitOnBranch(input: $commit) { commit { oid } }
@@ -587,7 +703,7 @@ class GitHubRepo implements GitHubBackend {
       pr: { repositoryId: ctx.repositoryId, baseRefName: change.branch, headRefName: branch, title: pr.title, body: pr.body, draft: pr.draft, maintainerCanModify: true },
     };
     type Answer = { commit: { commit: { oid: string } | null } | null; pull: { pullRequest: { id: string; number: number; url: string } | null } | null };
-    const { data, errors } = await this.gql.run<Answer>(`opening the pull request from ${branch}`, 'contents', doc, vars);
+    const { data, errors } = await this.gql.run<Answer>(`opening the pull request from ${branch}`, 'contents', doc, vars, { once: true });
     const commit = data?.commit?.commit?.oid;
     const pull = data?.pull?.pullRequest;
     if (commit) this.rememberCommit(change, commit);
@@ -602,23 +718,30 @@ class GitHubRepo implements GitHubBackend {
     throw this.gql.failure(`opening the pull request from ${branch}`, permission, cause.length ? cause : errors, branch);
   }
 
-  /** Labels, reviewers and assignees in one mutation; labels that do not exist yet through REST (it creates them). */
-  private async decorate(pull: { id?: string; number: number }, spec: PullRequestSpec, ctx: PullRequestContext, warn: (m: string) => void): Promise<void> {
-    const labelIds = spec.labels.map((l) => ctx.labelIds.get(l));
-    const restLabels = spec.labels.length > 0 && (labelIds.some((id) => !id) || !pull.id);
+  /**
+   * Labels, reviewers and assignees in one mutation; labels that do not exist yet through REST (it
+   * creates them). Only what the pull request lacks is asked for: a rerun after a lost answer (or a
+   * run killed before this step) finishes what was left, once, and never requests a review again
+   * from someone whose review is requested or who reviewed it already.
+   */
+  private async decorate(pull: { id?: string; number: number; labels?: string[]; reviewers?: string[]; assignees?: string[] }, spec: PullRequestSpec, ctx: PullRequestContext, warn: (m: string) => void): Promise<void> {
+    const has = (list: string[] | undefined, x: string) => (list ?? []).some((y) => y.toLowerCase() === x.toLowerCase());
+    const wantedLabels = spec.labels.filter((l) => !has(pull.labels, l));
+    const labelIds = wantedLabels.map((l) => ctx.labelIds.get(l));
+    const restLabels = wantedLabels.length > 0 && (labelIds.some((id) => !id) || !pull.id);
     if (restLabels) {
-      await this.call(`labelling pull request #${pull.number}`, 'pull-requests', () => this.octokit.rest.issues.addLabels({ ...this.repoArgs, issue_number: pull.number, labels: spec.labels }));
+      await this.call(`labelling pull request #${pull.number}`, 'pull-requests', () => this.octokit.rest.issues.addLabels({ ...this.repoArgs, issue_number: pull.number, labels: wantedLabels }));
     }
     const known = (logins: string[], what: string) => {
       const missing = logins.filter((l) => !ctx.userIds.has(l));
       if (missing.length) warn(`could not ${what} ${missing.join(', ')} on #${pull.number}: no such GitHub user`);
       return logins.flatMap((l) => (ctx.userIds.has(l) ? [ctx.userIds.get(l)!] : []));
     };
-    const reviewers = known(spec.reviewers, 'request reviews from');
-    const assignees = known(spec.assignees, 'assign');
+    const reviewers = known(spec.reviewers.filter((r) => !has(pull.reviewers, r)), 'request reviews from');
+    const assignees = known(spec.assignees.filter((a) => !has(pull.assignees, a)), 'assign');
     const parts: string[] = [];
     const vars: Record<string, unknown> = {};
-    if (!restLabels && spec.labels.length > 0) {
+    if (!restLabels && wantedLabels.length > 0) {
       parts.push('labels: addLabelsToLabelable(input: $labels) { clientMutationId }');
       vars.labels = { labelableId: pull.id, labelIds };
     }
@@ -671,27 +794,47 @@ class GitHubRepo implements GitHubBackend {
     const ctx = await this.pullRequestContext(change.branch, prBranch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] });
     const temp = `lastgood-tmp/${change.target}/${randomBytes(4).toString('hex')}`;
     const doc = `mutation($ref: CreateRefInput!, $commit: CreateCommitOnBranchInput!) { branch: createRef(input: $ref) { ref { id } } commit: createCommitOnBranch(input: $commit) { commit { oid } } }`;
-    const { data, errors } = await this.gql.run<{ branch: { ref: { id: string } | null } | null; commit: { commit: { oid: string } | null } | null }>(
-      `updating pull request branch ${prBranch}`, 'contents', doc,
-      { ref: { repositoryId: ctx.repositoryId, name: `refs/heads/${temp}`, oid: change.parent }, commit: this.commitInput(change, temp, plan) },
-    );
-    const tempId = data?.branch?.ref?.id;
     try {
+      // sent once: a lost answer leaves only the short-lived branch, removed below; the next run moves the PR branch
+      const { data, errors } = await this.gql.run<{ branch: { ref: { id: string } | null } | null; commit: { commit: { oid: string } | null } | null }>(
+        `updating pull request branch ${prBranch}`, 'contents', doc,
+        { ref: { repositoryId: ctx.repositoryId, name: `refs/heads/${temp}`, oid: change.parent }, commit: this.commitInput(change, temp, plan) }, { once: true },
+      );
       const commit = data?.commit?.commit?.oid;
       if (!commit || errors.length) throw this.gql.failure(`updating pull request branch ${prBranch}`, 'contents', errors, prBranch);
       await this.call(`updating branch ${prBranch}`, 'contents', () => this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${prBranch}`, sha: commit, force: true }));
       this.rememberCommit(change, commit);
       return commit;
     } finally {
-      if (tempId) await this.octokit.rest.git.deleteRef({ ...this.repoArgs, ref: `heads/${temp}` }).catch(() => undefined);
+      // by name: after a lost answer its id is unknown, and it may exist all the same
+      await this.octokit.rest.git.deleteRef({ ...this.repoArgs, ref: `heads/${temp}` }).catch(() => undefined);
     }
   }
 
-  private async moveThroughRest(prBranch: string, change: Change): Promise<string> {
+  private async moveThroughRest(prBranch: string, change: Change): Promise<{ commit: string; signed: boolean }> {
     const { tree } = await this.writeTree(change);
-    const commit = await this.createCommit(change, tree);
+    const { sha: commit, signed } = await this.createCommit(change, tree);
     await this.call(`updating branch ${prBranch}`, 'contents', () => this.octokit.rest.git.updateRef({ ...this.repoArgs, ref: `heads/${prBranch}`, sha: commit, force: true }));
-    return commit;
+    return { commit, signed };
+  }
+
+  /**
+   * A comment on a pull request, at most once: sent once, and after a lost answer (or by a rerun) it
+   * is looked for among the pull request's comments before it is posted again.
+   */
+  private async commentOnce(number: number, body: string): Promise<void> {
+    const there = async () => {
+      const comments = await this.call(`reading the comments of pull request #${number}`, undefined, () =>
+        this.octokit.paginate(this.octokit.rest.issues.listComments, { ...this.repoArgs, issue_number: number, per_page: 100 }),
+      );
+      return comments.some((c) => c.body === body) ? true : undefined;
+    };
+    await this.settle(async () => {
+      await this.call(`commenting on pull request #${number}`, 'pull-requests', () =>
+        this.octokit.rest.issues.createComment({ ...this.repoArgs, issue_number: number, body, request: SEND_ONCE }),
+      );
+      return true;
+    }, there);
   }
 
   /** Creates the PR branch, or moves a stale one (left by a closed PR) to the new commit. */
@@ -779,7 +922,8 @@ class GitHubRepo implements GitHubBackend {
     for (const pull of open) {
       if (!pull.head.ref.startsWith(prefix) || pull.head.ref === keep) continue;
       if (shouldClose && !(await shouldClose(pull.head.ref.slice(prefix.length)))) continue;
-      await this.call(`commenting on pull request #${pull.number}`, 'pull-requests', () => this.octokit.rest.issues.createComment({ ...this.repoArgs, issue_number: pull.number, body: comment }));
+      // the comment first, once (a rerun after a lost answer finds it), then the close, which is idempotent
+      await this.commentOnce(pull.number, comment);
       await this.call(`closing pull request #${pull.number}`, 'pull-requests', () => this.octokit.rest.pulls.update({ ...this.repoArgs, pull_number: pull.number, state: 'closed' }));
       closed.push(pull.number);
     }

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Octokit } from '@octokit/rest';
-import { InputError, RemoteError } from '../errors.ts';
-import type { CommitInfo, FileEntry, TreeItem } from '../repo/types.ts';
-import { collectByWalking } from './tree-walk.ts';
-import { fromGitTimestamp, octalMode, SYMLINK_MODE, type GitHubGraphQL } from './github-graphql.ts';
+import { InputError, RemoteError } from '../../errors.ts';
+import type { CommitInfo, FileEntry, TreeItem } from '../../repo/types.ts';
+import { collectByWalking } from '../tree-walk.ts';
+import { fromGitTimestamp, octalMode, SYMLINK_MODE, type GitHubGraphQL } from './graphql.ts';
 
 /**
  * The GitHub backend's reads: the RepoReader primitives (commits, path oids, trees, blobs),
