@@ -73,9 +73,11 @@ async function runRevert(config: string, dir: string, target: Target, when: stri
 }
 
 async function record(config: string, dir: string, target: Target, when: string, healthy: string, env: Record<string, string> = {}): Promise<void> {
-  const snap = snapshot(dir, target, { attempted: healthy, applied: healthy, ready: 'True', since: when });
+  // healthy for ten minutes: longer than the soak (5m by default) a verified record waits for
+  const since = new Date(Date.parse(when) - 10 * 60_000).toISOString().replace('.000Z', 'Z');
+  const snap = snapshot(dir, target, { attempted: healthy, applied: healthy, ready: 'True', since });
   const r = await lastgood(['check', '--record', '--now', when, '--config', config, '--target', target, '--snapshot', snap, '--json'], { env });
-  if (r.code !== 0 || !/recorded/.test(JSON.parse(r.stdout).targets[0].reason)) throw new Error(`record: ${r.stderr}${r.stdout}`);
+  if (r.code !== 0 || !/\brecorded [0-9a-f]{12} as verified/.test(JSON.parse(r.stdout).targets[0].reason)) throw new Error(`record: ${r.stderr}${r.stdout}`);
 }
 
 interface History {
