@@ -4,10 +4,11 @@ import { cpSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
-import { AuditLogSchema, logJsonSchema, type AuditLog, type RequestEntry, type RevertEntry } from '../src/audit/schema.ts';
+import { AuditLogSchema, logJsonSchema, type AuditLog, type RequestEntry } from '../src/audit/schema.ts';
 import { readAuditLog } from '../src/audit/timeline.ts';
 import { formatLogJson } from '../src/audit/format.ts';
 import { forgeScenario, P, TARGET, values } from './support/forge-scenario.ts';
+import { closeModelRequest, mergeModelRequest } from './support/forge-emulator.ts';
 import { HOSTS } from './support/hosts-under-test.ts';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
 import { git, makeRepo, tempDir, writeFile } from './support/git.ts';
@@ -19,9 +20,9 @@ import { kustomization, yamlDocs } from './support/objects.ts';
  * `lastgood log` on real histories, through every backend (issue 24): a history made by lastgood
  * itself (`run` writing reverts, `check --record` writing verified records), with what people do
  * around it (a `git revert` of a revert, a new release, a second failure), read back through a
- * local working copy, git over HTTPS (git's own http-backend) and the GitHub API emulator; pull
- * requests in each state on GitHub, review branches elsewhere. The whole JSON document and the
- * whole text are asserted.
+ * local working copy, git over HTTPS (git's own http-backend), the GitHub API emulator and the
+ * merge-request hosts' emulators; requests in each state on GitHub and on every merge-request host,
+ * review branches on a plain git host. The whole JSON document and the whole text are asserted.
  */
 
 const TARGETS = ['podinfo', 'redis', 'web'] as const;
@@ -72,9 +73,11 @@ async function runRevert(config: string, dir: string, target: Target, when: stri
 }
 
 async function record(config: string, dir: string, target: Target, when: string, healthy: string, env: Record<string, string> = {}): Promise<void> {
-  const snap = snapshot(dir, target, { attempted: healthy, applied: healthy, ready: 'True', since: when });
+  // healthy for ten minutes: longer than the soak (5m by default) a verified record waits for
+  const since = new Date(Date.parse(when) - 10 * 60_000).toISOString().replace('.000Z', 'Z');
+  const snap = snapshot(dir, target, { attempted: healthy, applied: healthy, ready: 'True', since });
   const r = await lastgood(['check', '--record', '--now', when, '--config', config, '--target', target, '--snapshot', snap, '--json'], { env });
-  if (r.code !== 0 || !/recorded/.test(JSON.parse(r.stdout).targets[0].reason)) throw new Error(`record: ${r.stderr}${r.stdout}`);
+  if (r.code !== 0 || !/\brecorded [0-9a-f]{12} as verified/.test(JSON.parse(r.stdout).targets[0].reason)) throw new Error(`record: ${r.stderr}${r.stdout}`);
 }
 
 interface History {
@@ -450,38 +453,99 @@ test("the README's Auditing example runs as written and prints what it shows", (
 });
 
 /**
- * On a merge-request host (GitLab here, through @gitbeaker/rest against the GitLab emulator checked
- * against GitLab's published API description): the requests and their state come from the host's
- * API, and a merged request's merge commit is where its revert reached the branch.
+ * What each merge-request host tells of a request's end, as its API gives it: GitLab a merge time
+ * (its `closed_at` stays null on a merge), Gitea, Bitbucket Data Center and Azure DevOps a merge
+ * time that is also the close time, Bitbucket Cloud neither (its pull requests carry no close time).
  */
-test('log on GitLab: a merge request merged (its revert on the branch, changed since by a new release) and one open', async (t) => {
-  const host = HOSTS.find((h) => h.provider === 'gitlab')!;
-  const s = await forgeScenario(t, host);
-  const first = (await s.runOnce()).targets[0]!;
-  t.is(first.action, 'revert', first.reason);
-  // a person merges !1 on the host; the emulator is told, as GitLab would record it
-  const branch = `lastgood/${TARGET}/${s.bad.slice(0, 12)}`;
-  git(s.work, 'fetch', '-q', 'origin', branch);
-  execFileSync('git', ['merge', '--no-ff', '-q', '-m', `Merge branch '${branch}' into 'main'`, 'FETCH_HEAD'], { cwd: s.work, env: gitEnv(new Date().toISOString(), { name: 'Maintainer', email: 'maintainer@example.com' }) });
-  const merge = git(s.work, 'rev-parse', 'HEAD');
-  git(s.work, 'push', '-q', 'origin', 'HEAD:main');
-  const mr1 = s.emulator.model.requests[0]!;
-  Object.assign(mr1, { state: 'merged', mergeCommit: merge, mergedAt: s.emulator.model.now(), updated: s.emulator.model.now() });
-  // the next release fails too: a second merge request, left open
-  const bad2 = s.push({ [`${P}values.yaml`]: values('1.2.0') }, 'podinfo 1.2.0');
-  const second = (await s.runOnce(s.failed(bad2, merge))).targets[0]!;
-  t.is(second.action, 'revert', second.reason);
+const TELLS: Record<(typeof HOSTS)[number]['provider'], { mergedAt: boolean; closedAtOnMerge: boolean; closedAt: boolean }> = {
+  gitlab: { mergedAt: true, closedAtOnMerge: false, closedAt: true },
+  gitea: { mergedAt: true, closedAtOnMerge: true, closedAt: true },
+  bitbucket: { mergedAt: false, closedAtOnMerge: false, closedAt: false },
+  'bitbucket-server': { mergedAt: true, closedAtOnMerge: true, closedAt: true },
+  'azure-devops': { mergedAt: true, closedAtOnMerge: true, closedAt: true },
+};
 
-  const repo = await s.backend();
-  const log = await readAuditLog({ repo, branch: 'main', targets: [{ name: TARGET, paths: [P] }], since: new Date('2026-01-01T00:00:00Z'), why: '--since 2026-01-01T00:00:00Z', now: new Date() });
-  AuditLogSchema.parse(JSON.parse(formatLogJson(log)));
-  const entries = log.targets[0]!.entries;
-  const revert = entries.find((e) => e.kind === 'revert') as RevertEntry;
-  t.like(revert, { commit: first.commit, landedAs: merge, via: 'request', request: { noun: 'merge request', number: 1, url: host.requestPage(1).replace(/^/, s.emulator.url) }, reverts: [s.bad], restores: s.good });
-  t.like(revert.holds, { state: 'released-since', commit: bad2, subject: 'podinfo 1.2.0' });
-  const requests = entries.filter((e): e is RequestEntry => e.kind === 'request').sort((a, b) => a.number! - b.number!);
-  t.like(requests[0], { noun: 'merge request', number: 1, state: 'merged', mergeCommit: merge, head: first.commit, branch, reverts: [s.bad] });
-  t.like(requests[1], { noun: 'merge request', number: 2, state: 'open', mergeCommit: null, head: second.commit, branch: `lastgood/${TARGET}/${bad2.slice(0, 12)}`, reverts: [bad2] });
-  t.is(entries.length, 3);
-  t.deepEqual(s.emulator.violations, []);
-});
+/**
+ * On each merge-request host (GitLab, Gitea/Forgejo, Bitbucket Cloud and Data Center, Azure DevOps,
+ * through the clients lastgood uses against emulators checked against each host's published API
+ * description): three failures, three requests opened by `run`: one merged by a person (its revert
+ * reaches the branch through the merge commit, changed since by the next release), one closed
+ * unmerged, one left open. The host's clock is the test's, so every time is asserted.
+ */
+for (const host of HOSTS) {
+  test(`log on ${host.provider}: a request merged, one closed unmerged and one open, from the host's API`, async (t) => {
+    const s = await forgeScenario(t, host);
+    const model = s.emulator.model;
+    const D = (hhmm: string) => `2026-11-01T${hhmm}:00Z`;
+    let clock = D('12:10');
+    model.now = () => clock;
+    const pushAt = (when: string, tag: string) => {
+      const sha = commitAt(s.work, when, { [`${P}values.yaml`]: values(tag) }, `podinfo ${tag}`);
+      git(s.work, 'push', '-q', 'origin', 'HEAD:main');
+      return sha;
+    };
+    const first = (await s.runOnce()).targets[0]!;
+    t.is(first.action, 'revert', first.reason);
+    // a person merges the first request on the host at 12:20
+    const branch1 = `lastgood/${TARGET}/${s.bad.slice(0, 12)}`;
+    git(s.work, 'fetch', '-q', 'origin', branch1);
+    execFileSync('git', ['merge', '--no-ff', '-q', '-m', `Merge ${branch1}`, 'FETCH_HEAD'], { cwd: s.work, env: gitEnv(D('12:20'), { name: 'Maintainer', email: 'maintainer@example.com' }) });
+    const merge = git(s.work, 'rev-parse', 'HEAD');
+    git(s.work, 'push', '-q', 'origin', 'HEAD:main');
+    clock = D('12:20');
+    mergeModelRequest(model, model.requests[0]!, merge);
+    // the next release fails: a second request, closed unmerged at 12:40
+    const bad2 = pushAt(D('12:25'), '1.2.0');
+    clock = D('12:30');
+    const second = (await s.runOnce(s.failed(bad2, merge))).targets[0]!;
+    t.is(second.action, 'revert', second.reason);
+    clock = D('12:40');
+    closeModelRequest(model, model.requests[1]!);
+    // and the one after: a third request, left open
+    const bad3 = pushAt(D('12:45'), '1.3.0');
+    clock = D('12:50');
+    const third = (await s.runOnce(s.failed(bad3, bad2))).targets[0]!;
+    t.is(third.action, 'revert', third.reason);
+    t.deepEqual(model.requests.map((r) => r.state), ['merged', 'closed', 'open']);
+
+    s.emulator.resetLog();
+    const repo = await s.backend();
+    const read = (since: string) => readAuditLog({ repo, branch: 'main', targets: [{ name: TARGET, paths: [P] }], since: new Date(since), why: `--since ${since}`, now: new Date(D('13:00')) });
+    const log = await read(D('00:00'));
+    AuditLogSchema.parse(JSON.parse(formatLogJson(log)));
+    const iso = (hhmm: string) => D(hhmm).replace('Z', '.000Z');
+    const noun = host.provider === 'gitlab' ? 'merge request' : 'pull request';
+    const url = (n: number) => `${s.emulator.url}${host.requestPage(n)}`;
+    const tells = TELLS[host.provider];
+    const subject = (lkg: string) => `lastgood: revert ${TARGET} to ${lkg.slice(0, 12)} (Kustomization flux-system/apps HealthCheckFailed)`;
+    const evidence = ['kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps state=failed reason=HealthCheckFailed'];
+    const request = (n: number, head: string, bad: string, lkg: string, created: string, state: 'merged' | 'closed' | 'open', ended?: string) => ({
+      kind: 'request', at: iso(created), noun, number: n, url: url(n), branch: `lastgood/${TARGET}/${bad.slice(0, 12)}`, head, title: `lastgood: revert ${TARGET} to ${lkg.slice(0, 12)} (failed, analysis)`, state,
+      mergedAt: state === 'merged' && tells.mergedAt ? iso(ended!) : null,
+      closedAt: (state === 'closed' && tells.closedAt) || (state === 'merged' && tells.closedAtOnMerge) ? iso(ended!) : null,
+      mergeCommit: state === 'merged' ? merge : null, class: 'analysis', reverts: [bad], restores: lkg, evidence,
+    });
+    t.deepEqual(log.targets, [{
+      name: TARGET, paths: [P],
+      entries: [
+        request(3, third.commit!, bad3, bad2, '12:50', 'open'),
+        request(2, second.commit!, bad2, merge, '12:30', 'closed', '12:40'),
+        {
+          kind: 'revert', at: iso('12:20'), commit: first.commit!, landedAs: merge, via: 'request', request: { noun, number: 1, url: url(1) }, subject: subject(s.good), strategy: 'revert',
+          verdict: 'failed', class: 'analysis', reverts: [s.bad], restores: s.good, lastKnownGoodVerified: false, evidence,
+          details: ["kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps: failed (HealthCheckFailed) since 2026-11-01T12:00:00.000Z: health check failed after 5m0s: timeout waiting for: [Deployment/prod/podinfo status: 'InProgress']"],
+          reason: null, url: `${s.emulator.url}${host.commitPage(merge)}`,
+          holds: { state: 'released-since', commit: bad2, at: iso('12:25'), author: 'Dev <dev@example.com>', subject: 'podinfo 1.2.0' },
+        },
+        request(1, first.commit!, s.bad, s.good, '12:10', 'merged', '12:20'),
+      ],
+    }] as AuditLog['targets']);
+    t.deepEqual(log.notes, []);
+
+    // a window from 12:30: the request merged at 12:20 is before it; the closed one and the open one are in it
+    const later = await read(D('12:30'));
+    t.deepEqual(later.targets[0]!.entries.filter((e): e is RequestEntry => e.kind === 'request').map((e) => [e.number, e.state]), [[3, 'open'], [2, 'closed']]);
+    t.deepEqual(s.emulator.log.filter((r) => r.write), [], 'the log wrote nothing');
+    t.deepEqual(s.emulator.violations, []);
+  });
+}

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { exitCodeFor } from '../src/engine/index.ts';
 import { formatReport, reportJson } from '../src/report/text.ts';
 import { forgeScenario, P, TARGET, values, type ForgeScenario, type HostUnderTest } from './support/forge-scenario.ts';
+import { closeModelRequest, mergeModelRequest, openModelRequest } from './support/forge-emulator.ts';
 import { git } from './support/git.ts';
 import { HOSTS } from './support/hosts-under-test.ts';
 
@@ -195,6 +196,52 @@ for (const host of HOSTS) {
     t.is(report.targets[0]!.error?.code, 3);
     t.true(report.targets[0]!.error!.message.includes(host.refusal), report.targets[0]!.error!.message);
     t.is(git(s.bare, 'rev-parse', 'main'), s.bad);
+  });
+
+  test(name('`lastgood log` lists its requests in every state, newest update first, paging back only as far as the window'), async (t) => {
+    const s = await forgeScenario(t, host);
+    const model = s.emulator.model;
+    let clock = '';
+    model.now = () => clock;
+    const at = (day: number, minute: number) => new Date(Date.UTC(2026, 9, day, 0, minute)).toISOString().replace('.000Z', 'Z');
+    const marker = `<!-- lastgood:target=${TARGET} bad=${s.bad} -->`;
+    const openAt = (when: string, source: string, target = 'main') => {
+      clock = when;
+      return openModelRequest(model, { source, target, title: `lastgood: revert ${TARGET}`, body: `a revert\n\n${marker}\n`, author: 'lastgood-bot', sha: s.bad });
+    };
+    // October: 230 of lastgood's requests, merged or closed, each within a few minutes of its opening
+    for (let i = 0; i < 230; i++) {
+      const r = openAt(at(1 + Math.floor(i / 10), (i % 10) * 6), `lastgood/${TARGET}/old${i}`);
+      clock = at(1 + Math.floor(i / 10), (i % 10) * 6 + 3);
+      if (i % 2) closeModelRequest(model, r);
+      else mergeModelRequest(model, r, s.bad);
+    }
+    // November: one closed unmerged, one merged, one open; a person's request and one into another branch, not lastgood's
+    const closed = openAt(at(33, 0), `lastgood/${TARGET}/new1`);
+    clock = at(33, 10);
+    closeModelRequest(model, closed);
+    const merged = openAt(at(34, 0), `lastgood/${TARGET}/new2`);
+    clock = at(34, 10);
+    mergeModelRequest(model, merged, s.bad);
+    const opened = openAt(at(35, 0), `lastgood/${TARGET}/new3`);
+    openAt(at(35, 5), 'feature/faster-podinfo');
+    openAt(at(35, 6), `lastgood/${TARGET}/new4`, 'release');
+
+    s.emulator.resetLog();
+    const repo = await s.backend();
+    const requests = await repo.reviewRequests!({ base: 'main', branchPrefix: 'lastgood/', since: new Date('2026-11-01T00:00:00Z') });
+    t.deepEqual(requests.map((r) => [r.number, r.state, r.branch]), [
+      [opened.number, 'open', `lastgood/${TARGET}/new3`],
+      [merged.number, 'merged', `lastgood/${TARGET}/new2`],
+      [closed.number, 'closed', `lastgood/${TARGET}/new1`],
+    ]);
+    t.true(requests.every((r) => r.head === s.bad && r.url === `${s.emulator.url}${host.requestPage(r.number)}`));
+    t.is(requests[1]!.mergeCommit, s.bad);
+    // the listings: the open requests, then the others back to the window (Data Center: every page, it orders by creation)
+    const listings = s.emulator.log.filter((r) => r.method === 'GET' && /\/(pulls|pullrequests|pull-requests|merge_requests)$/.test(r.route ?? ''));
+    t.is(listings.length, host.provider === 'bitbucket-server' ? 3 : 2, listings.map((r) => r.path).join('\n'));
+    t.deepEqual(s.emulator.log.filter((r) => r.write), []);
+    t.deepEqual(s.emulator.violations, []);
   });
 }
 

@@ -97,9 +97,10 @@ export interface ReviewHost {
   /**
    * `lastgood log` (reads only): requests into `query.base` whose source branch starts with
    * `query.branchPrefix`, in any state, newest update first, paged only as far back as
-   * `query.since` (open ones always). A host without it shows lastgood's review branches instead.
+   * `query.since` (open ones always; inLogWindow says which belong). SHAs are full ones (a host
+   * that abbreviates them looks them up); a time the host does not tell is left out.
    */
-  listRequests?(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
+  listRequests(query: ReviewRequestQuery): Promise<ReviewRequest[]>;
   /** opens a request; what the host's create call takes of `labels`, `reviewers`, `assignees` goes with it */
   create(req: OpenRequest, warn: (m: string) => void): Promise<HostRequest>;
   /** the create failed because the request exists already (another run), or its answer may have been lost */
@@ -180,8 +181,6 @@ export class ReviewRequestRepo implements RepoBackend {
     this.kind = opts.host.coordinates.provider;
     this.description = opts.git.description;
     this.onWarning = opts.onWarning;
-    const host = opts.host;
-    if (host.listRequests) this.reviewRequests = (query) => host.listRequests!(query);
   }
 
   // ---- RepoReader: the git mirror -------------------------------------------------------------
@@ -213,12 +212,14 @@ export class ReviewRequestRepo implements RepoBackend {
   notes(): NotesStore {
     return this.git.notes();
   }
-  /** RepoBackend.branches: the host's branches, through git (the review branches, for `lastgood log` where the host cannot list requests) */
+  /** RepoBackend.branches: the host's branches, through git */
   branches(prefix: string): Promise<Map<string, string>> {
     return this.git.branches(prefix);
   }
-  /** RepoBackend.reviewRequests, where the host implements listRequests (set in the constructor: a backend without it has no such method) */
-  readonly reviewRequests?: (query: ReviewRequestQuery) => Promise<ReviewRequest[]>;
+  /** RepoBackend.reviewRequests (`lastgood log`): the host's requests, any state (ReviewHost.listRequests) */
+  reviewRequests(query: ReviewRequestQuery): Promise<ReviewRequest[]> {
+    return this.host.listRequests(query);
+  }
   commitUrl(sha: string): string {
     return this.host.commitUrl(sha);
   }
@@ -355,6 +356,22 @@ export class ReviewRequestRepo implements RepoBackend {
     return closed;
   }
 
+}
+
+/**
+ * `lastgood log` (ReviewHost.listRequests): whether a request belongs in the window: an open one
+ * always, another when it was created, updated, merged or closed at or after `since`
+ * (ReviewRequestQuery.since). Hosts give times with offsets (Gitea: `+08:00`): compared as instants.
+ */
+export function inLogWindow(request: ReviewRequest, since: Date | undefined): boolean {
+  if (since === undefined || request.state === 'open') return true;
+  return [request.createdAt, request.updatedAt, request.mergedAt, request.closedAt].some((t) => t !== undefined && Date.parse(t) >= since.getTime());
+}
+
+/** Newest update first (a host that tells no update time: its creation), as ReviewHost.listRequests returns them. */
+export function newestUpdateFirst(requests: ReviewRequest[]): ReviewRequest[] {
+  const time = (r: ReviewRequest) => Date.parse(r.updatedAt ?? r.createdAt) || 0;
+  return requests.sort((a, b) => time(b) - time(a) || b.number - a.number);
 }
 
 /** A create whose answer did not come (5xx, a dropped connection): it may or may not have been applied. */

@@ -1,5 +1,5 @@
 import { hostApiValidator } from './api-description.ts';
-import { ForgeHttpError, openModelRequest, startForgeEmulator, type ForgeEmulator, type ForgeModel, type ModelRequest } from './forge-emulator.ts';
+import { closeModelRequest, ForgeHttpError, openModelRequest, startForgeEmulator, type ForgeEmulator, type ForgeModel, type ModelRequest } from './forge-emulator.ts';
 import { tokenOf, type HostEmulatorOptions } from './gitea-emulator.ts';
 
 /**
@@ -20,7 +20,8 @@ export async function startAzureDevOpsEmulator(opts: HostEmulatorOptions): Promi
   const pullJson = (model: ForgeModel, p: ModelRequest) => ({
     pullRequestId: p.number, codeReviewId: p.number, title: p.title, description: p.body, status: p.state === 'open' ? 'active' : p.state === 'merged' ? 'completed' : 'abandoned',
     createdBy: identity(model, p.author), creationDate: p.created, sourceRefName: `refs/heads/${p.source}`, targetRefName: `refs/heads/${p.target}`, mergeStatus: 'succeeded', isDraft: p.draft,
-    mergeId: '00000000-0000-0000-0000-0000000000aa', lastMergeSourceCommit: { commitId: p.sha }, reviewers: p.reviewers.map((r) => ({ ...identity(model, r), vote: 0, isRequired: false, hasDeclined: false, isFlagged: false })),
+    ...(p.closedAt ? { closedDate: p.closedAt } : {}), ...(p.mergeCommit ? { lastMergeCommit: { commitId: p.mergeCommit, url: `${repository(model).url}/commits/${p.mergeCommit}` } } : {}),
+    mergeId: '00000000-0000-0000-0000-0000000000aa', lastMergeSourceCommit: { commitId: p.sha, url: `${repository(model).url}/commits/${p.sha}` }, reviewers: p.reviewers.map((r) => ({ ...identity(model, r), vote: 0, isRequired: false, hasDeclined: false, isFlagged: false })),
     labels: p.labels.map((name) => ({ id: `00000000-0000-0000-0000-${String(name.length).padStart(12, '0')}`, name, active: true })),
     url: `${model.base}/${opts.owner}/${AZURE_PROJECT}/_apis/git/repositories/${opts.repo}/pullRequests/${p.number}`, repository: repository(model), supportsIterations: true,
   });
@@ -57,7 +58,17 @@ export async function startAzureDevOpsEmulator(opts: HostEmulatorOptions): Promi
         case `GET ${base}/pullrequests`: {
           const status = req.query.get('searchCriteria.status') ?? 'active';
           const target = req.query.get('searchCriteria.targetRefName');
-          const all = model.requests.filter((p) => (status === 'all' || (status === 'active' ? p.state === 'open' : p.state !== 'open')) && (!target || `refs/heads/${p.target}` === target)).reverse();
+          // minTime/maxTime: created (the default) or closed after/before; an active pull request has no closed time
+          const closedRange = req.query.get('searchCriteria.queryTimeRangeType') === 'closed';
+          const [min, max] = ['searchCriteria.minTime', 'searchCriteria.maxTime'].map((k) => (req.query.get(k) ? Date.parse(req.query.get(k)!) : undefined));
+          const inRange = (p: ModelRequest) => {
+            const time = closedRange ? (p.closedAt ? Date.parse(p.closedAt) : undefined) : Date.parse(p.created);
+            if (min === undefined && max === undefined) return true;
+            return time !== undefined && (min === undefined || time >= min) && (max === undefined || time <= max);
+          };
+          const statusOf = { open: 'active', merged: 'completed', closed: 'abandoned' } as const;
+          // newest first
+          const all = model.requests.filter((p) => (status === 'all' || statusOf[p.state] === status) && (!target || `refs/heads/${p.target}` === target) && inRange(p)).reverse();
           const skip = Number(req.query.get('$skip') ?? 0);
           const top = Number(req.query.get('$top') ?? 101);
           return { status: 200, body: { value: all.slice(skip, skip + top).map((p) => pullJson(model, p)), count: Math.min(top, all.length - skip) } };
@@ -79,8 +90,8 @@ export async function startAzureDevOpsEmulator(opts: HostEmulatorOptions): Promi
           const p = find(model, req.params.pullRequestId!);
           if (typeof body.title === 'string') p.title = body.title;
           if (typeof body.description === 'string') p.body = body.description;
-          if (body.status === 'abandoned') p.state = 'closed';
           p.updated = model.now();
+          if (body.status === 'abandoned' && p.state === 'open') closeModelRequest(model, p);
           return { status: 200, body: pullJson(model, p) };
         }
         case `POST ${base}/pullRequests/{pullRequestId}/threads`: {

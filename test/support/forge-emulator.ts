@@ -78,6 +78,8 @@ export interface ModelRequest {
   /** a merged request: when, and the commit the merge made on the target branch (a test merges with git and says so here) */
   mergedAt?: string;
   mergeCommit?: string;
+  /** when it was merged or closed unmerged */
+  closedAt?: string;
 }
 
 export interface ForgeRequest {
@@ -317,4 +319,16 @@ export function openModelRequest(model: ForgeModel, fields: Pick<ModelRequest, '
   const request: ModelRequest = { number, id: 9000 + number, state: 'open', draft: false, labels: [], reviewers: [], assignees: [], comments: [], created: now, updated: now, autoMerge: false, ...fields };
   model.requests.push(request);
   return request;
+}
+
+/** A person merged `request` on the host (the test made `mergeCommit` on the target branch with git): the host records it now. */
+export function mergeModelRequest(model: ForgeModel, request: ModelRequest, mergeCommit: string): void {
+  const now = model.now();
+  Object.assign(request, { state: 'merged', mergeCommit, mergedAt: now, closedAt: now, updated: now });
+}
+
+/** A request closed without merging (a person on the host, or the host's close call), now. */
+export function closeModelRequest(model: ForgeModel, request: ModelRequest): void {
+  const now = model.now();
+  Object.assign(request, { state: 'closed', closedAt: now, updated: now });
 }

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import { hostApiValidator } from './api-description.ts';
-import { ForgeHttpError, openModelRequest, startForgeEmulator, type ForgeEmulator, type ForgeModel, type ModelRequest } from './forge-emulator.ts';
+import { closeModelRequest, ForgeHttpError, openModelRequest, startForgeEmulator, type ForgeEmulator, type ForgeModel, type ModelRequest } from './forge-emulator.ts';
 import type { GitHttpServer } from './git-http-server.ts';
 
 /**
@@ -47,8 +47,8 @@ export async function startGiteaEmulator(opts: HostEmulatorOptions): Promise<For
     user: userJson(p.author), title: p.title, body: p.body, labels: p.labels.map(labelJson), milestone: null,
     assignee: p.assignees[0] ? userJson(p.assignees[0]) : null, assignees: p.assignees.map(userJson), requested_reviewers: p.reviewers.map(userJson),
     state: p.state === 'open' ? 'open' : 'closed', draft: p.draft, is_locked: false, comments: p.comments.length, review_comments: 0, additions: 1, deletions: 1, changed_files: 1,
-    head: branchJson(model, p.source, p.sha), base: branchJson(model, p.target, p.sha), merge_base: p.sha, mergeable: true, merged: p.state === 'merged', merged_at: null, merge_commit_sha: null, merged_by: null,
-    allow_maintainer_edit: true, due_date: null, created_at: p.created, updated_at: p.updated, closed_at: p.state === 'open' ? null : p.updated, pin_order: 0,
+    head: branchJson(model, p.source, p.sha), base: branchJson(model, p.target, p.sha), merge_base: p.sha, mergeable: true, merged: p.state === 'merged', merged_at: p.mergedAt ?? null, merge_commit_sha: p.mergeCommit ?? null, merged_by: p.state === 'merged' ? userJson('lastgood-bot') : null,
+    allow_maintainer_edit: true, due_date: null, created_at: p.created, updated_at: p.updated, closed_at: p.closedAt ?? null, pin_order: 0,
   });
   const find = (model: ForgeModel, index: string) => {
     const p = model.requests.find((r) => r.number === Number(index));
@@ -72,7 +72,9 @@ export async function startGiteaEmulator(opts: HostEmulatorOptions): Promise<For
           const state = req.query.get('state') ?? 'open';
           const limit = Number(req.query.get('limit') ?? 30);
           const page = Number(req.query.get('page') ?? 1);
+          // a merged pull request is closed; newest first, or most recently updated (`issue.updated_unix DESC`, models/issues/pull_list.go)
           const all = model.requests.filter((p) => state === 'all' || (state === 'open' ? p.state === 'open' : p.state !== 'open')).reverse();
+          if (req.query.get('sort') === 'recentupdate') all.sort((a, b) => Date.parse(b.updated) - Date.parse(a.updated) || b.number - a.number);
           return { status: 200, body: all.slice((page - 1) * limit, page * limit).map((p) => pullJson(model, p)) };
         }
         case 'POST /api/v1/repos/{owner}/{repo}/pulls': {
@@ -92,9 +94,9 @@ export async function startGiteaEmulator(opts: HostEmulatorOptions): Promise<For
           const p = find(model, req.params.index!);
           if (typeof body.title === 'string') p.title = body.title;
           if (typeof body.body === 'string') p.body = body.body;
-          if (body.state === 'closed') p.state = 'closed';
           if (Array.isArray(body.assignees)) p.assignees = body.assignees as string[];
           p.updated = model.now();
+          if (body.state === 'closed' && p.state === 'open') closeModelRequest(model, p);
           return { status: 201, body: pullJson(model, p) };
         }
         case 'POST /api/v1/repos/{owner}/{repo}/issues/{index}/comments': {

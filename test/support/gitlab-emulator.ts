@@ -1,6 +1,6 @@
 import { hostApiDescription } from './api-description.ts';
 import { OpenApiValidator, type OpenApiDocument } from './openapi-validator.ts';
-import { ForgeHttpError, openModelRequest, startForgeEmulator, type ForgeEmulator, type ForgeModel, type ModelRequest } from './forge-emulator.ts';
+import { closeModelRequest, ForgeHttpError, openModelRequest, startForgeEmulator, type ForgeEmulator, type ForgeModel, type ModelRequest } from './forge-emulator.ts';
 import { tokenOf, type HostEmulatorOptions } from './gitea-emulator.ts';
 
 /**
@@ -55,7 +55,7 @@ export async function startGitLabEmulator(opts: GitLabEmulatorOptions): Promise<
   const web = (model: ForgeModel) => `${model.base}/${project}`;
   const mrJson = (model: ForgeModel, p: ModelRequest) => ({
     id: p.id, iid: p.number, project_id: 42, title: p.title, description: p.body, state: p.state === 'open' ? 'opened' : p.state,
-    created_at: p.created, updated_at: p.updated, merged_by: null, merge_user: null, merged_at: p.mergedAt ?? null, closed_by: null, closed_at: p.state === 'closed' ? p.updated : null,
+    created_at: p.created, updated_at: p.updated, merged_by: null, merge_user: null, merged_at: p.mergedAt ?? null, closed_by: null, closed_at: p.state === 'closed' ? (p.closedAt ?? p.updated) : null,
     target_branch: p.target, source_branch: p.source, user_notes_count: p.comments.length, upvotes: 0, downvotes: 0,
     author: userJson(model, p.author), assignees: p.assignees.map((u) => userJson(model, u)), assignee: p.assignees[0] ? userJson(model, p.assignees[0]) : null,
     reviewers: p.reviewers.map((u) => userJson(model, u)), source_project_id: 42, target_project_id: 42, labels: p.labels, draft: p.draft, work_in_progress: p.draft,
@@ -129,7 +129,7 @@ export async function startGitLabEmulator(opts: GitLabEmulatorOptions): Promise<
           const p = find(model, req.params.merge_request_iid!);
           if (typeof body.title === 'string') p.title = body.title;
           if (typeof body.description === 'string') p.body = body.description;
-          if (body.state_event === 'close') p.state = 'closed';
+          if (body.state_event === 'close' && p.state === 'open') closeModelRequest(model, p);
           for (const l of csv(body.add_labels)) if (!p.labels.includes(l)) p.labels.push(l);
           if (body.reviewer_ids !== undefined) p.reviewers = names(model, body.reviewer_ids);
           if (body.assignee_ids !== undefined) p.assignees = names(model, body.assignee_ids);

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
-import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+import type { ReviewRequest } from '../../repo/types.ts';
+import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * Azure DevOps Repos (Git pull requests API, api-version 7.1), with `fetch` (the shared host fetch)
@@ -17,6 +18,12 @@ import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } 
  * A personal access token goes as Basic auth with any user name (as git takes it). Reviewers are
  * identity ids (GUIDs): Azure DevOps takes no user names there. Pull requests have labels (tags)
  * and reviewers, no assignees.
+ *
+ * `lastgood log` lists the active pull requests into the branch, then the others closed since the
+ * window (`searchCriteria.queryTimeRangeType=closed` with `minTime`: the host filters, so no page
+ * before the window is read). A pull request has no update time: its creation stands in for it.
+ * `completed` is merged: its `lastMergeCommit` is the commit the merge made on the branch, and its
+ * `closedDate` when; `abandoned` is closed unmerged.
  */
 
 const Identity = z.object({ id: z.string().optional(), uniqueName: z.string().optional(), displayName: z.string().optional() }).loose();
@@ -28,6 +35,11 @@ const PullRequest = z
     sourceRefName: z.string(),
     targetRefName: z.string(),
     status: z.string().optional(),
+    creationDate: z.string().optional(),
+    closedDate: z.string().nullish(),
+    lastMergeSourceCommit: z.object({ commitId: z.string() }).loose().nullish(),
+    lastMergeCommit: z.object({ commitId: z.string() }).loose().nullish(),
+    forkSource: z.object({}).loose().nullish(),
     reviewers: z.array(Identity).optional(),
     labels: z.array(z.object({ name: z.string().optional() }).loose()).optional(),
     repository: z.object({ webUrl: z.string().optional() }).loose().optional(),
@@ -85,6 +97,27 @@ export function openAzureDevOps(opts: HostOpenOptions): ReviewHost {
   });
   const byId = (n: number) => `/pullrequests/${n}`;
 
+  /** One listing into `target`, $top at a time, until a short page. */
+  const listPulls = async (what: string, target: string, criteria: Record<string, string>): Promise<PullRequest[]> => {
+    const out: PullRequest[] = [];
+    for (let skip = 0; ; skip += 100) {
+      const page = await call(what, 'GET', '/pullrequests', PullRequestList, undefined, { ...criteria, 'searchCriteria.targetRefName': `refs/heads/${target}`, $top: '100', $skip: String(skip) });
+      out.push(...page.value);
+      if (page.value.length < 100) return out;
+    }
+  };
+  const toReviewRequest = (p: PullRequest): ReviewRequest => {
+    const state = p.status === 'completed' ? 'merged' : p.status === 'active' ? 'open' : 'closed';
+    const closedAt = state === 'open' ? undefined : (p.closedDate ?? undefined);
+    // an active pull request's lastMergeCommit is the trial merge Azure DevOps keeps, not on the branch
+    const mergeCommit = state === 'merged' ? p.lastMergeCommit?.commitId : undefined;
+    return {
+      noun: 'pull request', number: p.pullRequestId, url: web(p), branch: branch(p.sourceRefName), title: p.title ?? '', state, createdAt: p.creationDate ?? '',
+      ...(p.lastMergeSourceCommit?.commitId ? { head: p.lastMergeSourceCommit.commitId } : {}),
+      ...(state === 'merged' && closedAt ? { mergedAt: closedAt } : {}), ...(closedAt ? { closedAt } : {}), ...(mergeCommit ? { mergeCommit } : {}),
+    };
+  };
+
   return {
     system: 'azure-devops',
     name: 'Azure DevOps',
@@ -103,6 +136,22 @@ export function openAzureDevOps(opts: HostOpenOptions): ReviewHost {
         out.push(...page.value.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
         if (page.value.length < 100) return out;
       }
+    },
+    async listRequests(query) {
+      const open = await listPulls('listing active pull requests', query.base, { 'searchCriteria.status': 'active' });
+      const closed = await listPulls('listing pull requests', query.base, {
+        'searchCriteria.status': 'all',
+        ...(query.since ? { 'searchCriteria.queryTimeRangeType': 'closed', 'searchCriteria.minTime': query.since.toISOString() } : {}),
+      });
+      const seen = new Set<number>();
+      const out: ReviewRequest[] = [];
+      for (const p of [...open, ...closed]) {
+        // lastgood's branches are in the repository itself: a fork's branch of the same name is not one
+        if (seen.has(p.pullRequestId) || branch(p.targetRefName) !== query.base || !branch(p.sourceRefName).startsWith(query.branchPrefix) || p.forkSource) continue;
+        seen.add(p.pullRequestId);
+        out.push(toReviewRequest(p));
+      }
+      return newestUpdateFirst(out.filter((r) => inLogWindow(r, query.since)));
     },
     async create(req, warn) {
       if (req.assignees.length) warn(`Azure DevOps pull requests have no assignees: ${req.assignees.join(', ')} not assigned (add them as reviewers)`);

@@ -1,7 +1,8 @@
 import { createBitbucketCloudClient } from '@coderabbitai/bitbucket/cloud';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
-import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+import type { ReviewRequest } from '../../repo/types.ts';
+import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * Bitbucket Cloud (API 2.0) through @coderabbitai/bitbucket: openapi-fetch over types generated from
@@ -14,6 +15,14 @@ import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } 
  * Credentials: a repository/project/workspace access token goes as Bearer (the git user
  * `x-token-auth`); an app password or an API token with its user name (`repo.auth.username`) as
  * Basic auth, for git and the API alike.
+ *
+ * `lastgood log` lists the open pull requests, then the merged, declined and superseded ones most
+ * recently updated first (`sort=-updated_on`, Bitbucket's "filtering and sorting" that every
+ * collection takes, though the description names it only on some) until a page ends before the
+ * window. Two things Bitbucket Cloud does not tell in a pull request: full commit hashes (its
+ * `commit.hash` and `merge_commit.hash` are abbreviated to 12 digits), looked up once each
+ * (GET …/commit/{hash}), and when it was merged or declined (no `closed_on`; `updated_on` moves
+ * with every comment), left out.
  */
 
 interface Account {
@@ -27,10 +36,16 @@ interface BitbucketPull {
   description?: string;
   summary?: { raw?: string };
   links?: { html?: { href?: string } };
-  source?: { branch?: { name?: string } };
+  /** OPEN | MERGED | DECLINED | SUPERSEDED */
+  state?: string;
+  created_on?: string;
+  updated_on?: string;
+  source?: { branch?: { name?: string }; commit?: { hash?: string } | null; repository?: { full_name?: string } | null };
   destination?: { branch?: { name?: string } };
+  merge_commit?: { hash?: string } | null;
   reviewers?: Account[];
 }
+type PullPage = { values?: BitbucketPull[]; next?: string };
 
 const ids = (a: Account) => [a.account_id, a.uuid, a.nickname].filter((x): x is string => Boolean(x));
 
@@ -76,6 +91,50 @@ export function openBitbucketCloud(opts: HostOpenOptions): ReviewHost {
     if (req.assignees.length) warn(`Bitbucket pull requests have no assignees: ${req.assignees.join(', ')} not assigned (add them as reviewers)`);
   };
 
+  /** One listing, following the `next` links Bitbucket gives, until the last page or `enough` says so. */
+  const listPulls = async (what: string, query: { state: string | string[]; sort?: string; pagelen?: number }, enough: (page: BitbucketPull[]) => boolean = () => false): Promise<BitbucketPull[]> => {
+    const out: BitbucketPull[] = [];
+    // `state` repeats (state=MERGED&state=DECLINED…); the description types it as one value, and names no `sort` or `pagelen` here
+    let page = await check<PullPage>(what, client.GET('/repositories/{workspace}/{repo_slug}/pullrequests', { params: { path, query: query as { state?: 'OPEN' } } }));
+    for (;;) {
+      out.push(...(page.values ?? []));
+      if (!page.next || enough(page.values ?? [])) return out;
+      // the next page is a link Bitbucket gives; it stays on the API's origin (the host fetch sends credentials nowhere else)
+      const response = await http.fetch(page.next, { headers: { accept: 'application/json', ...(authorization ? { authorization } : {}) } });
+      page = await check<PullPage>(what, Promise.resolve({ data: response.ok ? await response.json() : undefined, error: response.ok ? undefined : await response.json().catch(() => undefined), response }));
+    }
+  };
+
+  /** The full hash of an abbreviated one (GET …/commit/{hash}); undefined when Bitbucket no longer has the commit. */
+  const fullHashes = new Map<string, Promise<string | undefined>>();
+  const fullHash = (hash: string | undefined): Promise<string | undefined> => {
+    if (!hash || /^[0-9a-f]{40}$/.test(hash)) return Promise.resolve(hash || undefined);
+    let found = fullHashes.get(hash);
+    if (!found) {
+      found = check<{ hash?: string }>(`looking up commit ${hash}`, client.GET('/repositories/{workspace}/{repo_slug}/commit/{commit}', { params: { path: { ...path, commit: hash } } })).then(
+        (c) => c.hash,
+        (error: unknown) => {
+          if (error instanceof RemoteError && error.status === 404) return undefined;
+          fullHashes.delete(hash); // a failure is not remembered: the next log asks again
+          throw error;
+        },
+      );
+      fullHashes.set(hash, found);
+    }
+    return found;
+  };
+
+  /** The request without its commits (Bitbucket's hashes are abbreviated: `withCommits` looks them up). */
+  const toReviewRequest = (p: BitbucketPull): ReviewRequest => ({
+    noun: 'pull request', number: p.id ?? 0, url: p.links?.html?.href ?? `${at.web}/pull-requests/${p.id}`, branch: p.source?.branch?.name ?? '', title: p.title ?? '',
+    state: p.state === 'MERGED' ? 'merged' : p.state === 'OPEN' ? 'open' : 'closed', createdAt: p.created_on ?? '', ...(p.updated_on ? { updatedAt: p.updated_on } : {}),
+  });
+  const withCommits = async (request: ReviewRequest, p: BitbucketPull): Promise<ReviewRequest> => {
+    const head = await fullHash(p.source?.commit?.hash);
+    const mergeCommit = request.state === 'merged' ? await fullHash(p.merge_commit?.hash) : undefined;
+    return { ...request, ...(head ? { head } : {}), ...(mergeCommit ? { mergeCommit } : {}) };
+  };
+
   return {
     system: 'bitbucket',
     name: 'Bitbucket Cloud',
@@ -88,15 +147,30 @@ export function openBitbucketCloud(opts: HostOpenOptions): ReviewHost {
       if (!credentials) throw new ConfigError('pull-request mode on Bitbucket Cloud needs credentials: set repo.auth to an access token (tokenEnv), or an app password or API token with its user name (username + passwordEnv)', opts.configFile ? { file: opts.configFile } : {});
     },
     async listOpen(target, prefix) {
-      const out: HostRequest[] = [];
-      let page = await check<{ values?: BitbucketPull[]; next?: string }>('listing open pull requests', client.GET('/repositories/{workspace}/{repo_slug}/pullrequests', { params: { path, query: { state: 'OPEN' } } }));
-      for (;;) {
-        out.push(...(page.values ?? []).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
-        if (!page.next) return out;
-        // the next page is a link Bitbucket gives; it stays on the API's origin (the host fetch sends credentials nowhere else)
-        const response = await http.fetch(page.next, { headers: { accept: 'application/json', ...(authorization ? { authorization } : {}) } });
-        page = await check<{ values?: BitbucketPull[]; next?: string }>('listing open pull requests', Promise.resolve({ data: response.ok ? await response.json() : undefined, error: response.ok ? undefined : await response.json().catch(() => undefined), response }));
+      const pulls = await listPulls('listing open pull requests', { state: 'OPEN' });
+      return pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
+    },
+    async listRequests(query) {
+      const since = query.since?.getTime();
+      const open = await listPulls('listing open pull requests', { state: 'OPEN', pagelen: 50 });
+      // most recently updated first: a page that ends before the window ends the listing
+      const closed = await listPulls('listing pull requests', { state: ['MERGED', 'DECLINED', 'SUPERSEDED'], sort: '-updated_on', pagelen: 50 }, (page) => since !== undefined && Date.parse(page.at(-1)?.updated_on ?? '') < since);
+      const seen = new Set<number>();
+      const ours: BitbucketPull[] = [];
+      // lastgood's branches are in the repository itself: a fork's branch of the same name is not one
+      const fromFork = (p: BitbucketPull) => Boolean(p.source?.repository?.full_name) && p.source!.repository!.full_name!.toLowerCase() !== where.toLowerCase();
+      for (const p of [...open, ...closed]) {
+        if (p.id === undefined || seen.has(p.id) || p.destination?.branch?.name !== query.base || !p.source?.branch?.name?.startsWith(query.branchPrefix) || fromFork(p)) continue;
+        seen.add(p.id);
+        ours.push(p);
       }
+      const out: ReviewRequest[] = [];
+      for (const p of ours) {
+        const request = toReviewRequest(p);
+        // the window first: a request outside it costs no commit look-up
+        if (inLogWindow(request, query.since)) out.push(await withCommits(request, p));
+      }
+      return newestUpdateFirst(out);
     },
     async create(req, warn) {
       unsupported(req, warn);

@@ -1,7 +1,8 @@
 import { createBitbucketServerClient } from '@coderabbitai/bitbucket/server';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
-import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+import type { ReviewRequest } from '../../repo/types.ts';
+import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * Bitbucket Data Center (REST 1.0, "latest") through @coderabbitai/bitbucket's server client
@@ -11,6 +12,15 @@ import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } 
  * and the decline send the version the request was listed with. Reviewers are user slugs; Data
  * Center has no labels or assignees on pull requests. An HTTP access token goes as Bearer (git
  * over HTTPS takes it too, with `repo.auth.scheme: bearer`); a user name and password as Basic.
+ *
+ * `lastgood log` lists every state (`state=ALL`) into the branch, narrowed to lastgood's own
+ * requests by `filterText` (a title or description that contains it: every description lastgood
+ * writes carries its `<!-- lastgood:… -->` marker). The pages are not cut at the window: `NEWEST`
+ * is "newer pull requests first" (PullRequestOrder's javadoc), not said to be by update, so a
+ * request opened long ago and merged yesterday may come late. The merge commit is in the pull
+ * request's `properties.mergeCommit` (what Bitbucket sends, and its pr:merged webhook documents;
+ * the 9.2 description does not name `properties`); one merged by a push of its commits has none,
+ * and its head stands for it (on the branch, as a fast-forward's).
  */
 
 interface ServerPull {
@@ -18,8 +28,15 @@ interface ServerPull {
   version?: number;
   title?: string;
   description?: string;
-  fromRef?: { id?: string; displayId?: string };
+  /** OPEN | MERGED | DECLINED */
+  state?: string;
+  /** epoch milliseconds */
+  createdDate?: number;
+  updatedDate?: number;
+  closedDate?: number;
+  fromRef?: { id?: string; displayId?: string; latestCommit?: string; repository?: { slug?: string; project?: { key?: string } } };
   toRef?: { id?: string; displayId?: string };
+  properties?: { mergeCommit?: { id?: string } };
   reviewers?: ReadonlyArray<{ user?: { name?: string; slug?: string } }>;
   links?: { self?: ReadonlyArray<{ href?: string }> };
 }
@@ -67,6 +84,34 @@ export function openBitbucketDataCenter(opts: HostOpenOptions): ReviewHost {
   const reviewers = (names: string[]) => names.map((name) => ({ user: { name } }));
   const version = (pr: HostRequest) => (pr.extra?.version as number | undefined) ?? 0;
 
+  /** One listing, page by page, until the last. */
+  const listPulls = async (what: string, query: Record<string, string | number>): Promise<ServerPull[]> => {
+    const out: ServerPull[] = [];
+    for (let start = 0; ;) {
+      const page = await check<{ values?: ServerPull[]; isLastPage?: boolean; nextPageStart?: number }>(what, client.GET('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests', { params: { path, query: { ...query, start, limit: 100 } } }));
+      out.push(...(page.values ?? []));
+      if (page.isLastPage !== false || page.nextPageStart === undefined) return out;
+      start = page.nextPageStart;
+    }
+  };
+  const isoOf = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+  const toReviewRequest = (p: ServerPull): ReviewRequest => {
+    const state = p.state === 'MERGED' ? 'merged' : p.state === 'OPEN' ? 'open' : 'closed';
+    const [updatedAt, closedAt] = [isoOf(p.updatedDate), state === 'open' ? undefined : isoOf(p.closedDate)];
+    // merged by a push of its commits (Bitbucket marks the request merged): its head is on the branch
+    const mergeCommit = state === 'merged' ? (p.properties?.mergeCommit?.id ?? p.fromRef?.latestCommit) : undefined;
+    return {
+      noun: 'pull request', number: p.id ?? 0, url: p.links?.self?.[0]?.href ?? `${at.web}/pull-requests/${p.id}`, branch: branch(p.fromRef), title: p.title ?? '', state,
+      createdAt: isoOf(p.createdDate) ?? '', ...(p.fromRef?.latestCommit ? { head: p.fromRef.latestCommit } : {}), ...(updatedAt ? { updatedAt } : {}),
+      ...(state === 'merged' && closedAt ? { mergedAt: closedAt } : {}), ...(closedAt ? { closedAt } : {}), ...(mergeCommit ? { mergeCommit } : {}),
+    };
+  };
+  // lastgood's branches are in the repository itself: a fork's branch of the same name is not one
+  const fromFork = (p: ServerPull) => {
+    const repo = p.fromRef?.repository;
+    return Boolean(repo?.slug) && (repo!.slug!.toLowerCase() !== at.repo.toLowerCase() || (repo!.project?.key ?? at.owner).toLowerCase() !== at.owner.toLowerCase());
+  };
+
   return {
     system: 'bitbucket',
     name: 'Bitbucket Data Center',
@@ -79,13 +124,13 @@ export function openBitbucketDataCenter(opts: HostOpenOptions): ReviewHost {
       if (!credentials) throw new ConfigError('pull-request mode on Bitbucket Data Center needs credentials: set repo.auth to an HTTP access token (tokenEnv, with scheme: bearer)', opts.configFile ? { file: opts.configFile } : {});
     },
     async listOpen(target, prefix) {
-      const out: HostRequest[] = [];
-      for (let start = 0; ;) {
-        const page = await check<{ values?: ServerPull[]; isLastPage?: boolean; nextPageStart?: number }>('listing open pull requests', client.GET('/api/latest/projects/{projectKey}/repos/{repositorySlug}/pull-requests', { params: { path, query: { state: 'OPEN', at: `refs/heads/${target}`, direction: 'INCOMING', start, limit: 100 } } }));
-        out.push(...(page.values ?? []).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
-        if (page.isLastPage !== false || page.nextPageStart === undefined) return out;
-        start = page.nextPageStart;
-      }
+      const pulls = await listPulls('listing open pull requests', { state: 'OPEN', at: `refs/heads/${target}`, direction: 'INCOMING' });
+      return pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
+    },
+    async listRequests(query) {
+      const pulls = await listPulls('listing pull requests', { state: 'ALL', at: `refs/heads/${query.base}`, direction: 'INCOMING', filterText: 'lastgood', order: 'NEWEST' });
+      const ours = pulls.filter((p) => branch(p.toRef) === query.base && branch(p.fromRef).startsWith(query.branchPrefix) && !fromFork(p));
+      return newestUpdateFirst(ours.map(toReviewRequest).filter((r) => inLogWindow(r, query.since)));
     },
     async create(req, warn) {
       if (req.labels.length) warn(`Bitbucket pull requests have no labels: ${req.labels.join(', ')} not applied`);

@@ -1,7 +1,8 @@
 import { giteaApi } from 'gitea-js';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
-import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+import type { ReviewRequest } from '../../repo/types.ts';
+import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * Gitea and Forgejo (API v1; Forgejo keeps Gitea's API) through gitea-js, the client generated from
@@ -10,6 +11,11 @@ import { hostFailure, type HostOpenOptions, type HostRequest, type ReviewHost } 
  *
  * A pull request takes its assignees in the create call; labels (by name: IssueLabelsOption takes
  * names) and review requests are added after, only those the request lacks.
+ *
+ * `lastgood log` lists the open pull requests, then the closed and merged ones most recently
+ * updated first (`sort=recentupdate`: `issue.updated_unix DESC`, Gitea's models/issues/pull_list.go)
+ * until a page ends before the window. Gitea 1.22 filters the list by no base branch: that is
+ * done here, as for the open ones.
  */
 
 interface GiteaUser {
@@ -20,7 +26,16 @@ interface GiteaPull {
   html_url?: string;
   title?: string;
   body?: string;
-  head?: { ref?: string };
+  /** open | closed (a merged pull request is closed, with `merged`) */
+  state?: string;
+  merged?: boolean;
+  merged_at?: string | null;
+  /** the commit the merge made on the base branch (a fast-forward: the head) */
+  merge_commit_sha?: string | null;
+  created_at?: string;
+  updated_at?: string;
+  closed_at?: string | null;
+  head?: { ref?: string; sha?: string; repo?: { full_name?: string } | null };
   base?: { ref?: string };
   labels?: Array<{ name?: string }>;
   assignees?: GiteaUser[] | null;
@@ -72,6 +87,26 @@ export function openGitea(opts: HostOpenOptions): ReviewHost {
     assignees: (p.assignees ?? []).map((u) => u.login ?? ''),
   });
 
+  /** One listing, page by page (Gitea's page size is capped at 50, its MAX_RESPONSE_ITEMS default), until a short page or `enough` says so. */
+  const listPulls = async (what: string, query: { state: 'open' | 'closed'; sort?: 'recentupdate' }, enough: (page: GiteaPull[]) => boolean = () => false): Promise<GiteaPull[]> => {
+    const out: GiteaPull[] = [];
+    for (let page = 1; ; page++) {
+      const pulls = (await call(what, () => api.repos.repoListPullRequests(at.owner, at.repo, { ...query, limit: 50, page }))) as GiteaPull[];
+      out.push(...pulls);
+      if (pulls.length < 50 || enough(pulls)) return out;
+    }
+  };
+
+  const toReviewRequest = (p: GiteaPull): ReviewRequest => {
+    const state = p.merged ? 'merged' : p.state === 'open' ? 'open' : 'closed';
+    return {
+      noun: 'pull request', number: p.number ?? 0, url: p.html_url ?? `${at.web}/pulls/${p.number}`, branch: p.head?.ref ?? '', title: p.title ?? '', state, createdAt: p.created_at ?? '',
+      ...(p.head?.sha ? { head: p.head.sha } : {}), ...(p.updated_at ? { updatedAt: p.updated_at } : {}),
+      ...(state === 'merged' && p.merged_at ? { mergedAt: p.merged_at } : {}), ...(state !== 'open' && p.closed_at ? { closedAt: p.closed_at } : {}),
+      ...(state === 'merged' && p.merge_commit_sha ? { mergeCommit: p.merge_commit_sha } : {}),
+    };
+  };
+
   return {
     system: 'gitea',
     name: 'Gitea',
@@ -84,12 +119,24 @@ export function openGitea(opts: HostOpenOptions): ReviewHost {
       if (!credentials) throw new ConfigError('pull-request mode on Gitea/Forgejo needs an access token: set repo.auth (e.g. auth: { tokenEnv: LASTGOOD_GITEA_TOKEN }) to a token with the write:repository and write:issue scopes', opts.configFile ? { file: opts.configFile } : {});
     },
     async listOpen(target, prefix) {
-      const out: HostRequest[] = [];
-      for (let page = 1; ; page++) {
-        const pulls = (await call('listing open pull requests', () => api.repos.repoListPullRequests(at.owner, at.repo, { state: 'open', limit: 50, page }))) as GiteaPull[];
-        out.push(...pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
-        if (pulls.length < 50) return out;
+      const pulls = await listPulls('listing open pull requests', { state: 'open' });
+      return pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
+    },
+    async listRequests(query) {
+      const since = query.since?.getTime();
+      const open = await listPulls('listing open pull requests', { state: 'open' });
+      // most recently updated first: a page that ends before the window ends the listing
+      const closed = await listPulls('listing closed pull requests', { state: 'closed', sort: 'recentupdate' }, (page) => since !== undefined && Date.parse(page.at(-1)?.updated_at ?? '') < since);
+      const seen = new Set<number>();
+      const out: ReviewRequest[] = [];
+      // lastgood's branches are in the repository itself: a fork's branch of the same name is not one
+      const fromFork = (p: GiteaPull) => Boolean(p.head?.repo?.full_name) && p.head!.repo!.full_name!.toLowerCase() !== where.toLowerCase();
+      for (const p of [...open, ...closed]) {
+        if (p.number === undefined || seen.has(p.number) || p.base?.ref !== query.base || !p.head?.ref?.startsWith(query.branchPrefix) || fromFork(p)) continue;
+        seen.add(p.number);
+        out.push(toReviewRequest(p));
       }
+      return newestUpdateFirst(out.filter((r) => inLogWindow(r, query.since)));
     },
     async create(req) {
       const pull = (await call(`opening the pull request from ${req.source}`, () =>

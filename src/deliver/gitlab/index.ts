@@ -2,7 +2,7 @@ import { Commits, MergeRequestNotes, MergeRequests, Users } from '@gitbeaker/res
 import { createRequesterFn } from '@gitbeaker/requester-utils';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch, type HostFetch } from '../host-http.ts';
-import { hostFailure, type HostOpenOptions, type Decoration, type HostRequest, type OpenRequest, type ReviewHost } from '../review-request.ts';
+import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type Decoration, type HostRequest, type OpenRequest, type ReviewHost } from '../review-request.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
 
 /**
@@ -180,7 +180,7 @@ export function openGitLab(opts: HostOpenOptions): ReviewHost {
           ...(mr.merged_at ? { mergedAt: mr.merged_at } : {}), ...(mr.closed_at ? { closedAt: mr.closed_at } : {}), ...(mergeCommit ? { mergeCommit } : {}),
         });
       }
-      return out.sort((a, b) => ((b.updatedAt ?? b.createdAt) < (a.updatedAt ?? a.createdAt) ? -1 : 1));
+      return newestUpdateFirst(out.filter((r) => inLogWindow(r, query.since)));
     },
     async listOpen(target, prefix) {
       const all = (await call('listing open merge requests', () => mergeRequests.all({ projectId: project, state: 'opened', targetBranch: target, perPage: 100 }))) as unknown as GitLabMergeRequest[];
