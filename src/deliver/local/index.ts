@@ -12,7 +12,7 @@ import { lastgoodTarget } from '../../history/trailers.ts';
 import { compareAndSwapRef, LockFile, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
 import { checkEntryName, entryAt, filesUnder, joinPath } from '../tree-walk.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
-import { MissingObjectError, ObjectStore, parseCommit, parseTree, serializeCommit, serializeTree, writeLooseObject } from '../object-store.ts';
+import { MissingObjectError, ObjectStore, parseCommit, parseTree, serializeCommit, serializeTree, writeLooseObject } from './object-store.ts';
 
 interface Layout {
   /** working tree, undefined for a bare repository */

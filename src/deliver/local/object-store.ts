@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { InputError } from '../errors.ts';
-import { applyDelta, type ObjectType } from './git-remote/pack-index.ts';
+import { InputError } from '../../errors.ts';
+import { applyDelta, type ObjectType } from '../git-remote/pack-index.ts';
 
 /**
  * Reads a git object database as git does: packs through their `.idx` (a binary search in the
