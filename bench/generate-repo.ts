@@ -12,6 +12,8 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+// the app files are the monorepo shape's (test/support/monorepo.ts): one set of manifests for every bench repository
+import { appName, baseKustomization, deploymentYaml, overlayKustomization, overlayPatch, random, serviceYaml } from '../test/support/monorepo.ts';
 
 export const SIZES = {
   small: { files: 200, commits: 500 },
@@ -35,91 +37,12 @@ const GENERATOR_VERSION = 2;
 const ENVS = ['dev', 'staging', 'prod'] as const;
 const FILES_PER_APP = 3 + ENVS.length * 2;
 
-/** mulberry32: small, fast, deterministic. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const appName = (i: number) => `app-${String(i).padStart(5, '0')}`;
-
 function baseFiles(app: string): Record<string, string> {
   return {
-    [`apps/${app}/base/deployment.yaml`]: `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ${app}
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app: ${app}
-  template:
-    metadata:
-      labels:
-        app: ${app}
-    spec:
-      containers:
-        - name: ${app}
-          image: registry.example.com/${app}:1.0.0
-          ports:
-            - containerPort: 8080
-          resources:
-            requests: {cpu: 100m, memory: 128Mi}
-`,
-    [`apps/${app}/base/service.yaml`]: `apiVersion: v1
-kind: Service
-metadata:
-  name: ${app}
-spec:
-  selector:
-    app: ${app}
-  ports:
-    - port: 80
-      targetPort: 8080
-`,
-    [`apps/${app}/base/kustomization.yaml`]: `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - deployment.yaml
-  - service.yaml
-`,
+    [`apps/${app}/base/deployment.yaml`]: deploymentYaml(app),
+    [`apps/${app}/base/service.yaml`]: serviceYaml(app),
+    [`apps/${app}/base/kustomization.yaml`]: baseKustomization,
   };
-}
-
-function overlayKustomization(app: string, env: string, tag: string): string {
-  return `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-namespace: ${env}
-resources:
-  - ../../base
-patches:
-  - path: deployment-patch.yaml
-images:
-  - name: registry.example.com/${app}
-    newTag: ${tag} # {"$imagepolicy": "flux-system:${app}-${env}:tag"}
-`;
-}
-
-function overlayPatch(app: string, env: string, replicas: number): string {
-  return `# ${env} sizing for ${app}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ${app}
-spec:
-  replicas: ${replicas}
-  template:
-    metadata:
-      annotations:
-        environment: ${env}
-`;
 }
 
 /** Writes the repository with git fast-import into `gitdir` (a new bare repository). */

@@ -70,7 +70,7 @@ export const BAD_AT = Date.parse('2026-11-20T12:00:00Z') / 1000;
 const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1' };
 
 /** mulberry32: small, fast, deterministic. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -108,7 +108,7 @@ spec:
 `;
 }
 
-const serviceYaml = (app: string) => `apiVersion: v1
+export const serviceYaml = (app: string) => `apiVersion: v1
 kind: Service
 metadata:
   name: ${app}
@@ -120,7 +120,7 @@ spec:
       targetPort: 8080
 `;
 
-const baseKustomization = `apiVersion: kustomize.config.k8s.io/v1beta1
+export const baseKustomization = `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - deployment.yaml
