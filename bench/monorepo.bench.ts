@@ -29,7 +29,8 @@
  * ms, ratioPaired = median of each repetition's own ratio, bytesRatio = bytes / native bytes.
  *
  * LASTGOOD_BENCH_MONOREPO=once,never and LASTGOOD_BENCH_BACKENDS=local,git-remote,github limit
- * what runs. The job process is this file run with `--job`.
+ * what runs; LASTGOOD_BENCH_PROFILE=DIR writes each job process's CPU profile there. The job
+ * process is this file run with `--job`.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -115,11 +116,14 @@ async function job(backend: Backend, location: string, repoFile: string): Promis
   }
 }
 
+/** LASTGOOD_BENCH_PROFILE=DIR: each job process writes a V8 CPU profile there (the profile behind a ratio). */
+const PROFILE_FLAGS = process.env.LASTGOOD_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LASTGOOD_BENCH_PROFILE}`] : [];
+
 /** A job process kept open across runs; its peak RSS is known when it exits. */
 function jobProcess(backend: Backend, location: string, repoFile: string, opts: { flags?: string[] } = {}) {
   const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
   const started = performance.now();
-  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...(opts.flags ?? []), HERE, '--job', backend, location, repoFile], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...(opts.flags ?? []), ...PROFILE_FLAGS, HERE, '--job', backend, location, repoFile], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
   return {
