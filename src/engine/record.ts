@@ -1,3 +1,10 @@
+/** Verified last-known-good records: what each target was observed as, at the revision it runs. */
+import { soaked, type HealthyRun } from '../decide/soak.ts';
+import type { RepoBackend } from '../repo/types.ts';
+import { evidenceLine } from '../revert/message.ts';
+import type { CheckOptions, RecordOutcome } from './types.ts';
+import { check } from './check.ts';
+
 /**
  * `check --record`, the Action's `record` and the controller: what each target was observed as, at
  * the revision it runs, recorded where the backend keeps verified records (NotesStore: git notes,
@@ -6,12 +13,6 @@
  * failed target's failing revision is recorded as failed where the store keeps failures (GitHub: a
  * deployment status "failure"). A store that cannot record says why, and the run goes on unverified.
  */
-import { soaked, type HealthyRun } from '../decide/soak.ts';
-import type { RepoBackend } from '../repo/types.ts';
-import { evidenceLine } from '../revert/message.ts';
-import type { CheckOptions, RecordOutcome } from './types.ts';
-import { check } from './check.ts';
-
 export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; failures?: boolean; watched?: Map<string, HealthyRun> }): Promise<RecordOutcome[]> {
   const store = opts.repo.notes?.();
   const out: RecordOutcome[] = [];
