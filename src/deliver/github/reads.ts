@@ -45,8 +45,14 @@ const VERSIONS = 4;
 const BLOB_BATCH = 30;
 /** Blobs read in one query when a reader announces them (RepoReader.prefetch): a graph's kustomizations, a few hundred bytes each. */
 const PREFETCH_BATCH = 400;
-/** A tree walked whole comes in one recursive REST listing when the cache lacks this many of its folders (a cold start); else folder by folder. */
-const LIST_WHOLE_WHEN_MISSING = 24;
+/**
+ * A tree walked whole comes in one recursive REST listing when the cache lacks this many of its
+ * folders (a cold start); else folder by folder. The count sees only the first missing level (what
+ * lies below a missing folder is unknown until it is read), so 22 missing application folders of
+ * four sub-folders each count 22: the bar is low — one listing is one request, and a warm run
+ * misses only the few folders on the paths that changed.
+ */
+const LIST_WHOLE_WHEN_MISSING = 8;
 
 const COMMIT_FIELDS = 'oid message tree { oid } parents(first: 10) { totalCount nodes { oid } } author { name email date } committer { name email date }';
 const BLOB_FIELDS = 'oid byteSize isBinary isTruncated text';
