@@ -1,8 +1,9 @@
 import { createBitbucketCloudClient } from '@coderabbitai/bitbucket/cloud';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
+import { bitbucketAnswer, type ClientAnswer } from './answer.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
-import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+import { inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * Bitbucket Cloud (API 2.0) through @coderabbitai/bitbucket: openapi-fetch over types generated from
@@ -58,20 +59,11 @@ export function openBitbucketCloud(opts: HostOpenOptions): ReviewHost {
   const client = createBitbucketCloudClient({ baseUrl: at.api, fetch: http.fetch, headers: { accept: 'application/json', ...(authorization ? { authorization } : {}) } });
   const path = { workspace: at.owner, repo_slug: at.repo };
 
-  const check = async <T>(what: string, answer: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<T> => {
-    let result;
-    try {
-      result = await answer;
-    } catch (error) {
-      if (error instanceof RemoteError) throw error;
-      throw new RemoteError('bitbucket', `${what} on ${where}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-    }
-    if (result.response.ok) return result.data as T;
-    const body = result.error as { error?: { message?: string; detail?: string; fields?: Record<string, string[]> } } | undefined;
-    const words = [body?.error?.message, body?.error?.detail, ...Object.entries(body?.error?.fields ?? {}).map(([k, v]) => `${k}: ${v.join(', ')}`)].filter(Boolean).join(': ');
-    const status = result.response.status;
-    throw hostFailure('bitbucket', `${what} on ${where}`, status, words, status === 403 || status === 404 ? `the credentials need the "pullrequest:write" and "repository:write" permissions on ${where}` : undefined);
-  };
+  const check = <T>(what: string, answer: ClientAnswer): Promise<T> => bitbucketAnswer<T>(what, where, answer, (error) => {
+    const body = error as { error?: { message?: string; detail?: string; fields?: Record<string, string[]> } } | undefined;
+    return [body?.error?.message, body?.error?.detail, ...Object.entries(body?.error?.fields ?? {}).map(([k, v]) => `${k}: ${v.join(', ')}`)].filter(Boolean).join(': ');
+  }, (status) => (status === 403 || status === 404 ? `the credentials need the "pullrequest:write" and "repository:write" permissions on ${where}` : undefined));
+
 
   const toRequest = (p: BitbucketPull): HostRequest => ({
     number: p.id ?? 0,

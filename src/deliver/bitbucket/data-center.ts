@@ -1,8 +1,9 @@
 import { createBitbucketServerClient } from '@coderabbitai/bitbucket/server';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
+import { bitbucketAnswer, type ClientAnswer } from './answer.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
-import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
+import { inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
  * Bitbucket Data Center (REST 1.0, "latest") through @coderabbitai/bitbucket's server client
@@ -53,20 +54,8 @@ export function openBitbucketDataCenter(opts: HostOpenOptions): ReviewHost {
   const client = createBitbucketServerClient({ baseUrl: at.api, fetch: http.fetch, headers: { accept: 'application/json', ...(authorization ? { authorization } : {}) } });
   const path = { projectKey: at.owner, repositorySlug: at.repo };
 
-  const check = async <T>(what: string, answer: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<T> => {
-    let result;
-    try {
-      result = await answer;
-    } catch (error) {
-      if (error instanceof RemoteError) throw error;
-      throw new RemoteError('bitbucket', `${what} on ${where}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-    }
-    if (result.response.ok) return result.data as T;
-    const body = result.error as { errors?: Array<{ message?: string }> } | undefined;
-    const words = (body?.errors ?? []).map((e) => e.message).filter(Boolean).join('; ');
-    const status = result.response.status;
-    throw hostFailure('bitbucket', `${what} on ${where}`, status, words, status === 401 || status === 403 ? `the token needs the "Repository write" permission on ${where}` : undefined);
-  };
+  const check = <T>(what: string, answer: ClientAnswer): Promise<T> => bitbucketAnswer<T>(what, where, answer, (error) => ((error as { errors?: Array<{ message?: string }> } | undefined)?.errors ?? []).map((e) => e.message).filter(Boolean).join('; '), (status) => (status === 401 || status === 403 ? `the token needs the "Repository write" permission on ${where}` : undefined));
+
 
   const toRequest = (p: ServerPull): HostRequest => ({
     number: p.id ?? 0,
