@@ -8,12 +8,12 @@
  * commit is the "bad" one: a new image tag (and more replicas) in app-00000's prod overlay.
  * Generated bare repositories are cached under os.tmpdir()/lastgood-bench-<size>.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 // the app files are the monorepo shape's (test/support/monorepo.ts): one set of manifests for every bench repository
-import { appName, baseKustomization, deploymentYaml, overlayKustomization, overlayPatch, random, serviceYaml } from '../test/support/monorepo.ts';
+import { appName, baseKustomization, data, deploymentYaml, fastImport, overlayKustomization, overlayPatch, random, serviceYaml } from '../test/support/monorepo.ts';
 
 export const SIZES = {
   small: { files: 200, commits: 500 },
@@ -52,26 +52,8 @@ export async function generateRepo(gitdir: string, opts: { files: number; commit
   rmSync(gitdir, { recursive: true, force: true });
   mkdirSync(gitdir, { recursive: true });
   execFileSync('git', ['init', '-q', '--bare', '-b', 'main', gitdir]);
-  const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: gitdir, stdio: ['pipe', 'inherit', 'inherit'] });
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('exit', resolve);
-  });
-  let buffered: string[] = [];
-  let size = 0;
-  const flush = async () => {
-    if (buffered.length === 0) return;
-    const chunk = buffered.join('');
-    buffered = [];
-    size = 0;
-    if (!child.stdin.write(chunk)) await new Promise((resolve) => child.stdin.once('drain', resolve));
-  };
-  const emit = async (s: string) => {
-    buffered.push(s);
-    size += s.length;
-    if (size > 1 << 20) await flush();
-  };
-  const data = (s: string) => `data ${Buffer.byteLength(s)}\n${s}\n`;
+  const importer = fastImport(gitdir);
+  const emit = (s: string) => importer.emit(s);
   let clock = 1_750_000_000;
   let mark = 0;
   const commitHeader = (message: string) => {
@@ -122,11 +104,7 @@ export async function generateRepo(gitdir: string, opts: { files: number; commit
       `M 100644 inline apps/${bad}/overlays/prod/kustomization.yaml\n${data(overlayKustomization(bad, 'prod', '2.0.0'))}` +
       `M 100644 inline apps/${bad}/overlays/prod/deployment-patch.yaml\n${data(overlayPatch(bad, 'prod', 9))}`,
   );
-  await emit('done\n');
-  await flush();
-  child.stdin.end();
-  const code = await exited;
-  if (code !== 0) throw new Error(`git fast-import exited with ${code}`);
+  await importer.end();
   const head = execFileSync('git', ['rev-parse', 'refs/heads/main'], { cwd: gitdir, encoding: 'utf8' }).trim();
   return { gitdir, bad: head, paths: [`apps/${bad}/overlays/prod/`], files: opts.files, commits: opts.commits };
 }

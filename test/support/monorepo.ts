@@ -156,10 +156,10 @@ spec:
 `;
 }
 
-const data = (s: string) => `data ${Buffer.byteLength(s)}\n${s}\n`;
+export const data = (s: string) => `data ${Buffer.byteLength(s)}\n${s}\n`;
 
 /** A fast-import stream writer with back-pressure. */
-function fastImport(gitdir: string) {
+export function fastImport(gitdir: string) {
   const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: gitdir, env: GIT_ENV, stdio: ['pipe', 'inherit', 'inherit'] });
   const exited = new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
