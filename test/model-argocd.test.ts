@@ -8,6 +8,7 @@ import type { TargetModel } from '../src/model/types.ts';
 import { detectRenderer, render, type Renderer } from '../src/verify/render.ts';
 import { asText, everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
 import { application, crdProblems, deployment } from './support/objects.ts';
+import { configMap, deploy, IMAGE } from './support/podinfo-manifests.ts';
 
 /**
  * Issue 18: what Argo CD's repo-server builds for an Application (src/model/argocd.ts): the source
@@ -17,31 +18,10 @@ import { application, crdProblems, deployment } from './support/objects.ts';
  * last-known-good, the refusal reason or the exact bytes (`git revert` as the oracle).
  */
 
-const IMAGE = 'ghcr.io/stefanprodan/podinfo';
 const REPO = 'https://github.com/acme/gitops.git';
 const APP = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', namespace: 'argocd', name: 'podinfo-prod' };
 const D = { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'prod', name: 'podinfo' };
 
-const deploy = (tag: string, extra = '') => `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          image: ${IMAGE}:${tag}
-${extra}`;
-const configMap = (level: string) => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: podinfo-config
-  namespace: prod
-data:
-  level: ${level}
-`;
 
 /** A symlink in the working copy (git stores its target text), committed by the next commit. */
 function link(h: History, file: string, target: string): void {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { asText, everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
 import { deployment, kustomization } from './support/objects.ts';
+import { configMap, deploy, IMAGE } from './support/podinfo-manifests.ts';
 
 /**
  * Issue 18: lastgood decides from what Flux actually builds for a target (src/model), not from
@@ -9,30 +10,9 @@ import { deployment, kustomization } from './support/objects.ts';
  * the refusal reason or the exact bytes planned (with `git revert` as the oracle).
  */
 
-const IMAGE = 'ghcr.io/stefanprodan/podinfo';
 const K = { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' };
 const D = { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'prod', name: 'podinfo' };
 
-const deploy = (tag: string, extra = '') => `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          image: ${IMAGE}:${tag}
-${extra}`;
-const configMap = (level: string) => `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: podinfo-config
-  namespace: prod
-data:
-  level: ${level}
-`;
 const kz = (resources: string[], extra = '') => `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
