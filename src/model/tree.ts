@@ -2,7 +2,7 @@ import path from 'node:path/posix';
 import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
 import { ABSENT, AS_FOLDER, Reads } from './reads.ts';
-import { checkEntryName } from '../deliver/tree-walk.ts';
+import { checkEntryName } from '../repo/tree-walk.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,

@@ -7,7 +7,7 @@ import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from 
 import type { NotesStore } from '../../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../../repo/types.ts';
 import { reviewBranch } from '../branch.ts';
-import { checkEntryName, symlinkFolderRefusal, type TreeItem } from '../tree-walk.ts';
+import { checkEntryName, symlinkFolderRefusal, type TreeItem } from '../../repo/tree-walk.ts';
 import { GitHubGraphQL, isLostAnswer, protectionMessage, protectionRule, SEND_ONCE, type GraphQLErrorItem, type Permission } from './graphql.ts';
 import { lastgoodTarget, revertedBy } from '../../history/trailers.ts';
 import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './reads.ts';

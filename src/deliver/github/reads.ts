@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Octokit } from '@octokit/rest';
 import { InputError, RemoteError } from '../../errors.ts';
 import type { CommitInfo, FileEntry, TreeItem } from '../../repo/types.ts';
-import { collectByWalking } from '../tree-walk.ts';
+import { collectByWalking } from '../../repo/tree-walk.ts';
 import { fromGitTimestamp, octalMode, SYMLINK_MODE, type GitHubGraphQL } from './graphql.ts';
 
 /**

@@ -10,7 +10,7 @@ import type { NotesStore } from '../../history/notes.ts';
 import { openLocalNotes } from './notes.ts';
 import { lastgoodTarget } from '../../history/trailers.ts';
 import { compareAndSwapRef, LockFile, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
-import { checkEntryName, entryAt, filesUnder, joinPath } from '../tree-walk.ts';
+import { checkEntryName, entryAt, filesUnder, joinPath } from '../../repo/tree-walk.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
 import { MissingObjectError, ObjectStore, parseCommit, parseTree, serializeCommit, serializeTree, writeLooseObject } from './object-store.ts';
 

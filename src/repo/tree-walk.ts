@@ -1,5 +1,5 @@
 import { InputError } from '../errors.ts';
-import type { FileEntry, TreeItem } from '../repo/types.ts';
+import type { FileEntry, TreeItem } from './types.ts';
 
 /**
  * Walking git trees to the target paths, shared by the backends: they differ only in how a tree
