@@ -101,6 +101,8 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
   let unauthorized = 0;
   const log: RequestRecord[] = [];
   const faults: Array<Fault & { left: number }> = [];
+  const held = new Set<() => void>();
+  let closed = false;
   const server = http.createServer((req, res) => {
     requests++;
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -134,7 +136,19 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
         if (fault) {
           record.fault = JSON.stringify({ ...fault, before: fault.before ? 'fn' : undefined, left: undefined });
           if (fault.before) await fault.before();
-          if (fault.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
+          if (fault.delayMs) {
+            // held until its time or the server's close, whichever is first: a timer left running keeps the test's process alive
+            await new Promise<void>((resolve) => {
+              const release = () => {
+                clearTimeout(timer);
+                held.delete(release);
+                resolve();
+              };
+              const timer = setTimeout(release, fault.delayMs);
+              held.add(release);
+            });
+            if (closed) return;
+          }
           if (fault.redirect) {
             res.writeHead(302, { location: `${fault.redirect.replace(/\/$/, '')}${url.pathname}${url.search}` }).end();
             return;
@@ -170,6 +184,8 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
     inject: (fault) => faults.push({ ...fault, left: fault.times ?? 1 }),
     close: () =>
       new Promise<void>((resolve, reject) => {
+        closed = true;
+        for (const release of [...held]) release();
         server.closeAllConnections();
         server.close((e) => (e ? reject(e) : resolve()));
       }),

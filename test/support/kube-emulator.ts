@@ -288,6 +288,8 @@ class Emulator implements KubeEmulator {
   private readonly watchers = new Set<Watcher>();
   private readonly faults: Fault[] = [];
   private readonly delays: Array<{ match: RegExp; ms: number; remaining: number }> = [];
+  /** responses delay() holds, each with its release */
+  private readonly held = new Set<() => void>();
   private readonly gates: Array<{ match: RegExp; open: Promise<void>; released: boolean }> = [];
   private readonly log: RequestRecord[] = [];
 
@@ -443,6 +445,8 @@ class Emulator implements KubeEmulator {
   }
 
   async close(): Promise<void> {
+    // a response held by delay() ends now: its timer would keep the test's process alive for its whole length
+    for (const release of [...this.held]) release();
     for (const w of [...this.watchers]) this.closeWatch(w, true);
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -746,7 +750,15 @@ class Emulator implements KubeEmulator {
     const delay = this.delays.find((d) => d.remaining > 0 && d.match.test(rec.url));
     if (delay) {
       delay.remaining--;
-      await new Promise((r) => setTimeout(r, delay.ms));
+      await new Promise<void>((resolve) => {
+        const release = () => {
+          clearTimeout(timer);
+          this.held.delete(release);
+          resolve();
+        };
+        const timer = setTimeout(release, delay.ms);
+        this.held.add(release);
+      });
     }
     const fault = this.faults.find((f) => f.remaining > 0 && f.match.test(rec.url) && (!f.method || f.method === method));
     if (fault) {

@@ -1,0 +1,33 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { enableCompileCache } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Runs in every ava worker before its test file (ava's `require`).
+ *
+ * One temporary folder per worker, removed when the worker exits: every `os.tmpdir()` of the test
+ * file, of the code it runs in-process and of the CLIs and servers it spawns (TMPDIR is
+ * inherited) lands in it. Without it each run of the suite left ~1 GB of repositories behind.
+ *
+ * Node's compile cache, shared by the workers and the CLIs they spawn (NODE_COMPILE_CACHE is
+ * inherited; bin/lastgood.js enables it too): a module is compiled once per machine, not once per
+ * worker and per spawned CLI.
+ */
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const cache = path.join(root, 'node_modules', '.cache', 'lastgood-compile');
+mkdirSync(cache, { recursive: true });
+process.env.NODE_COMPILE_CACHE = cache;
+enableCompileCache(cache);
+
+const workerTmp = mkdtempSync(path.join(os.tmpdir(), 'lastgood-test-worker-'));
+process.env.TMPDIR = workerTmp;
+process.on('exit', () => {
+  try {
+    rmSync(workerTmp, { recursive: true, force: true, maxRetries: 2 });
+  } catch {
+    // a process the test spawned may still be writing there; the OS's tmp cleaning takes the rest
+  }
+});
