@@ -15,6 +15,7 @@ import { git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
+import { RENDER } from './support/render-off.ts';
 
 /**
  * `lastgood log` on real histories, through every backend (issue 24): a history made by lastgood
@@ -51,8 +52,9 @@ function gitEnv(when: string, who = { name: 'Dev', email: 'dev@example.com' }): 
   };
 }
 
+/** render off (./support/render-off.ts): these tests read the log of what was written */
 function configText(url: string, extra = '', mode = 'commit', targets: readonly Target[] = TARGETS): string {
-  return `repo:\n  url: ${url}\n  branch: main\n${extra}defaults: { mode: ${mode}, confirmations: 1, cooldown: off, maxAge: off }\ntargets:\n${targets.map((t) => `  - name: ${t}\n    paths: [apps/${t}/]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: ${t} }\n`).join('')}`;
+  return `repo:\n  url: ${url}\n  branch: main\n${extra}${RENDER()}defaults: { mode: ${mode}, confirmations: 1, cooldown: off, maxAge: off }\ntargets:\n${targets.map((t) => `  - name: ${t}\n    paths: [apps/${t}/]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: ${t} }\n`).join('')}`;
 }
 
 /** The target's Kustomization: applied `applied`, attempted `attempted`, ready or failed since `since`. */

@@ -7,6 +7,7 @@ import { lastgood } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
+import { RENDER } from './support/render-off.ts';
 
 /**
  * The git backend end to end (issue 12): the CLI as a user runs it, against git's own
@@ -38,7 +39,7 @@ interface Fixture {
 }
 
 /** A config repository with some history, the bad release on top, served over smart HTTP with a token. */
-async function fixture(t: { teardown(fn: () => unknown): void }, opts: { mode?: 'commit' | 'pull-request'; extra?: string; history?: number; url?: (u: string) => string; allowFilter?: boolean; protocol?: 0 | 2 } = {}): Promise<Fixture> {
+async function fixture(t: { teardown(fn: () => unknown): void }, opts: { mode?: 'commit' | 'pull-request'; extra?: string; history?: number; url?: (u: string) => string; allowFilter?: boolean; protocol?: 0 | 2; render?: boolean } = {}): Promise<Fixture> {
   const work = makeRepo();
   for (let i = 0; i < (opts.history ?? 3); i++) commit(work, { [`docs/note-${i % 5}.md`]: `note ${i}\n`, 'apps/other/x.yaml': `x: ${i}\n` }, `housekeeping ${i}`);
   const good = commit(work, { [`${P}values.yaml`]: values('1.0.0'), [`${P}kustomization.yaml`]: 'resources: [values.yaml]\n' }, 'podinfo 1.0.0');
@@ -56,7 +57,7 @@ async function fixture(t: { teardown(fn: () => unknown): void }, opts: { mode?: 
   branch: main
   insecure: true
   auth: { tokenEnv: LASTGOOD_GIT_TOKEN }
-${opts.extra ?? ''}defaults: { mode: ${opts.mode ?? 'commit'}, confirmations: 1 }
+${opts.extra ?? ''}${RENDER(opts.render)}defaults: { mode: ${opts.mode ?? 'commit'}, confirmations: 1 }
 targets:
   - name: podinfo
     paths: [${P}]
@@ -74,7 +75,8 @@ const fetches = (s: GitHttpServer) => s.log.filter((r) => r.command === 'fetch' 
 const allObjects = (bare: string) => git(bare, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)').split('\n');
 
 test('cold revert over smart HTTP: fetches shallow without blobs, pushes only the new objects', async (t) => {
-  const f = await fixture(t, { history: 80 });
+  // rendered as the engine builds it: the render's reads go through the same shallow, blob-less mirror
+  const f = await fixture(t, { history: 80, render: true });
   const before = allObjects(f.bare);
   const r = await run(f);
   t.is(r.code, 0, r.stderr + r.stdout);

@@ -71,21 +71,15 @@ function checkState(t: import('ava').ExecutionContext, { s, old, state }: Trial,
   if (!s.bare) t.deepEqual(git(s.repo, 'status', '--porcelain', '--untracked-files=all').split('\n').filter((l) => l.startsWith('??')), [], 'no untracked file left');
 }
 
+// A kill at a write point is deterministic (the run is paused there): one trial per point. The
+// working-copy points are each killed and recovered below; the random kills cover the moments in between.
 let trials = 0;
-for (const [bare, points, repeat] of [[true, BARE_POINTS, 4], [false, WORKING_COPY_POINTS, 2]] as const) {
-  for (const point of points) {
-    for (let i = 0; i < repeat; i++) {
-      trials++;
-      test(`kill -9 at ${point} (${bare ? 'bare' : 'working copy'}, trial ${i + 1}): the branch is old or new, never broken; fsck clean`, async (t) => {
-        checkState(t, await killAt(bare, point), point);
-      });
-    }
-  }
+for (const point of BARE_POINTS) {
+  trials++;
+  test(`kill -9 at ${point} (bare): the branch is old or new, never broken; fsck clean`, async (t) => {
+    checkState(t, await killAt(true, point), point);
+  });
 }
-
-test(`at least 20 crash trials`, (t) => {
-  t.true(trials >= 20, `${trials} trials`);
-});
 
 /** Runs again after a crash as a person would: remove the lock the message names, follow the command it gives; every step checked. */
 async function recover(t: import('ava').ExecutionContext, { s, old, state }: Trial, point: Point): Promise<void> {
@@ -133,6 +127,7 @@ test('a temporary file an interrupted (older) run left in a target folder is rec
 });
 
 for (const point of WORKING_COPY_POINTS) {
+  trials++;
   test(`after a kill at ${point} (working copy), the next runs say how to recover and then finish the job once`, async (t) => {
     const trial = await killAt(false, point);
     checkState(t, trial, point);
@@ -140,34 +135,52 @@ for (const point of WORKING_COPY_POINTS) {
   });
 }
 
+trials++;
 test('after a kill at ref-written (bare), the next run names the ref lock; once it is removed, the revert is made once', async (t) => {
   const trial = await killAt(true, 'ref-written');
   checkState(t, trial, 'ref-written');
   await recover(t, trial, 'ref-written');
 });
 
+const RANDOM_KILLS = 9;
+trials += RANDOM_KILLS;
+
+test(`at least 20 crash trials`, (t) => {
+  t.true(trials >= 20, `${trials} trials`);
+});
+
 test('kills at random moments of a run (bare): the branch is old or new, never broken; fsck clean', async (t) => {
-  // how long a whole run takes here and now, to spread the kills over it
-  const timed = scenario({ bare: true });
-  const started = Date.now();
-  t.is((await run(timed)).code, 0);
-  const duration = Date.now() - started;
+  // a kill lands at a random moment of a run that is still running: the spread is the length of the
+  // last run that finished before its kill came (runs are slower while this file's other tests run)
+  let duration = 0;
   let moved = 0;
-  for (let i = 0; i < 6; i++) {
+  let kills = 0;
+  for (let i = 0; kills < RANDOM_KILLS && i < 4 * RANDOM_KILLS; i++) {
     const s = scenario({ bare: true });
     const old = git(s.repo, 'rev-parse', 'main');
+    const started = Date.now();
     const child = spawn(process.execPath, [BIN, 'run', ...NOW, '--config', s.config, '--snapshot', s.snapshot], { stdio: 'ignore' });
-    const closed = new Promise((resolve) => child.on('close', resolve));
-    await sleep(duration * (0.6 + 0.5 * Math.random()));
+    let exited = false;
+    const closed = new Promise((resolve) => child.on('close', resolve)).then(() => (exited = true));
+    if (duration > 0) await Promise.race([sleep(duration * Math.random()), closed]);
+    if (exited || duration === 0) {
+      // finished before its kill: a new measure of a whole run, and no trial
+      await closed;
+      duration = Date.now() - started;
+      t.is(git(s.repo, 'rev-parse', 'main^'), old, 'a run left alone makes its revert');
+      continue;
+    }
     child.kill('SIGKILL');
     await closed;
+    kills++;
     const state = afterKill(s);
     if (state.loose !== undefined) t.regex(state.loose, /^[0-9a-f]{40}\n$/);
     t.true(state.head === old || git(s.repo, 'rev-parse', 'main^') === old);
     if (state.head !== old) moved++;
     t.is(git(s.repo, 'fsck', '--no-progress', '--no-dangling'), '');
   }
-  t.log(`${moved} of 6 kills at random moments came after the branch moved`);
+  t.is(kills, RANDOM_KILLS, `${kills} kills reached a running process`);
+  t.log(`${moved} of ${kills} kills at random moments of a running process came after the branch moved`);
 });
 
 test('the state the issue found (an empty loose main over a stale packed-refs value) is refused with the file named, nothing written', async (t) => {

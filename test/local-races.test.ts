@@ -25,7 +25,7 @@ for (const bare of [true, false]) {
   const kind = bare ? 'bare repository' : 'working copy';
 
   test(`${kind}: a foreign commit landing between plan and write survives; the revert is planned again on top of it`, async (t) => {
-    const s = scenario({ bare });
+    const s = scenario({ bare, render: true });
     const planned = git(s.repo, 'rev-parse', 'main');
     const paused = runPaused(s, 'before-ref-write');
     await paused.reached;

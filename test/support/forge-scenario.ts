@@ -11,6 +11,7 @@ import { commit, git, makeRepo, tempDir, writeFile } from './git.ts';
 import { startGitHttpServer, type GitHttpServer } from './git-http-server.ts';
 import type { HostEmulatorOptions } from './gitea-emulator.ts';
 import { kustomization } from './objects.ts';
+import { RENDER } from './render-off.ts';
 
 /**
  * One failed promotion in a config repository on an emulated git host (GitLab, Gitea, Bitbucket,
@@ -73,7 +74,7 @@ export interface ForgeScenario {
 export async function forgeScenario(
   t: { teardown(fn: () => unknown): void },
   host: HostUnderTest,
-  opts: { users?: string[]; labels?: string[]; refuseCreate?: { status: number; message: string }; pullRequest?: string; mode?: 'commit' | 'pull-request'; auth?: string; env?: Record<string, string> } = {},
+  opts: { users?: string[]; labels?: string[]; refuseCreate?: { status: number; message: string }; pullRequest?: string; mode?: 'commit' | 'pull-request'; auth?: string; env?: Record<string, string>; render?: boolean } = {},
 ): Promise<ForgeScenario> {
   const work = makeRepo();
   commit(work, { 'apps/other/x.yaml': 'x: 0\n', 'README.md': 'gitops\n' }, 'bootstrap');
@@ -101,7 +102,7 @@ export async function forgeScenario(
   insecure: true
 ${host.apiUrl ? `  apiUrl: ${host.apiUrl(emulator.url)}\n` : ''}  auth: ${opts.auth ?? '{ tokenEnv: LASTGOOD_GIT_TOKEN }'}
 defaults: { mode: ${opts.mode ?? 'pull-request'}, confirmations: 1 }
-pullRequest: ${opts.pullRequest ?? `{ labels: [${host.labels ? 'lastgood' : ''}], reviewers: [${host.reviewer}], assignees: [${host.assignees ? host.assignee : ''}] }`}
+${RENDER(opts.render)}pullRequest: ${opts.pullRequest ?? `{ labels: [${host.labels ? 'lastgood' : ''}], reviewers: [${host.reviewer}], assignees: [${host.assignees ? host.assignee : ''}] }`}
 targets:
   - name: ${TARGET}
     paths: [${P}]

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, lastgood, type CliResult } from './cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './git.ts';
 import { kustomization, yamlDocs } from './objects.ts';
+import { RENDER } from './render-off.ts';
 
 /**
  * A GitOps repository with one failed promotion, for the write-safety tests (issue 15, classes
@@ -40,7 +41,8 @@ export interface Scenario {
   snapshot: string;
 }
 
-export function scenario(opts: { bare?: boolean; mode?: 'commit' | 'pull-request'; extraConfig?: string; files?: Record<string, string> } = {}): Scenario {
+/** `render` as forge-scenario.ts's RENDER: off unless asked for, these scenarios test the write path */
+export function scenario(opts: { bare?: boolean; mode?: 'commit' | 'pull-request'; extraConfig?: string; files?: Record<string, string>; render?: boolean } = {}): Scenario {
   const work = makeRepo();
   commit(work, {
     'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n',
@@ -66,7 +68,7 @@ defaults:
   confirmations: 1
   stuckAfter: 15m
   cooldown: "off"
-targets:
+${RENDER(opts.render)}targets:
   - name: podinfo-prod
     paths: [${TARGET_PATH}]
     resources:
