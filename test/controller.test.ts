@@ -23,7 +23,8 @@ for (const kind of ['local', 'http', 'github'] as BackendKind[]) {
     const be = await backend(kind, repo);
     t.teardown(() => be.close());
     const mode = kind === 'github' ? 'pull-request' : 'commit';
-    const cfg = config(configText({ url: be.url, ...(be.apiUrl ? { apiUrl: be.apiUrl } : {}), ...(be.repoSettings ? { repoSettings: be.repoSettings } : {}), mode }));
+    // rendered as the engine builds it, as a controller does by default
+    const cfg = config(configText({ url: be.url, ...(be.apiUrl ? { apiUrl: be.apiUrl } : {}), ...(be.repoSettings ? { repoSettings: be.repoSettings } : {}), mode, render: true }));
     const { seen, onEvaluated } = evaluations();
     const { controller, acted, lines } = await startController(kube, cfg, be.open(), { clock, onEvaluated });
     t.teardown(() => controller.stop());

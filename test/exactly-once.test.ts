@@ -8,6 +8,7 @@ import { startGitHubEmulator, type Fault } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
 import { backend, cluster, config, configText, evaluations, failCanary, gitopsRepo, startController, until } from './support/controller-scenario.ts';
+import { RENDER } from './support/render-off.ts';
 
 /**
  * Issue 19 class 1: a write whose answer was lost is still ours. Faults are injected after the
@@ -57,7 +58,7 @@ async function githubSetup(t: { teardown(fn: () => unknown): void }, mode: 'comm
   const config = writeFile(dir, 'lastgood.yaml', `repo:
   url: https://github.com/acme/gitops
   apiUrl: ${emulator.url}
-defaults: { mode: ${mode}, confirmations: 1 }
+${RENDER()}defaults: { mode: ${mode}, confirmations: 1 }
 pullRequest: { labels: [lastgood, rollback], reviewers: [alice], assignees: [bob] }
 targets:
   - name: podinfo-prod
@@ -165,7 +166,7 @@ test('GitHub: a deployment record whose answers were lost is one deployment with
   const emulator = await startGitHubEmulator({ bareRepo: repo.bare, owner: 'acme', repo: 'gitops', token: TOKEN });
   t.teardown(() => emulator.close());
   const dir = tempDir();
-  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: https://github.com/acme/gitops\n  apiUrl: ${emulator.url}\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
+  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: https://github.com/acme/gitops\n  apiUrl: ${emulator.url}\n${RENDER()}targets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const healthy = writeFile(dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.later}`, applied: `main@sha1:${repo.later}`, ready: 'True', since: '2026-11-01T11:00:00Z' })));
   emulator.inject({ status: 502, afterApply: true, match: (method, p) => method === 'POST' && /\/deployments$/.test(p) });
   emulator.inject({ status: 502, afterApply: true, match: (method, p) => method === 'POST' && /\/deployments\/\d+\/statuses$/.test(p) });
@@ -183,7 +184,7 @@ test('git over HTTPS: a push whose connection dropped after git stored it is thi
   t.teardown(() => server.close());
   const hook = await webhook(t);
   const dir = tempDir();
-  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${server.url}/${path.basename(repo.bare)}\n  insecure: true\ndefaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
+  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${server.url}/${path.basename(repo.bare)}\n  insecure: true\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.bad}`, applied: `main@sha1:${repo.good}`, ready: 'False' })));
   const run = async () => {
     const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
@@ -209,7 +210,7 @@ test('a revert found made by a person is not announced as lastgood\'s', async (t
   git(repo, 'revert', '--no-edit', bad);
   const hook = await webhook(t);
   const dir = tempDir();
-  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\ndefaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
+  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${good}`, ready: 'False' })));
   const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
   t.is(r.code, 0, r.stderr + r.stdout);

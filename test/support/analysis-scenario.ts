@@ -1,5 +1,6 @@
 import { commit, makeRepo } from './git.ts';
 import { openMetrics, type PodSet } from './metric-series.ts';
+import { RENDER } from './render-off.ts';
 
 /**
  * Metric analysis scenarios: a GitOps repository for a plain Deployment `shop` (c1 initial with
@@ -104,7 +105,7 @@ export function config(o: { repo: string; prometheus: string; namespace: string;
   return `repo:
   url: ${o.repo}
   branch: main
-defaults:
+${RENDER()}defaults:
   mode: ${o.mode ?? 'commit'}
 ${o.defaults ?? ''}analysis:
   prometheus: { address: "${o.prometheus}" }

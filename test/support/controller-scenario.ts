@@ -16,6 +16,7 @@ import { startKubeEmulator, type KubeEmulator } from './kube-emulator.ts';
 import { canary, deployment, kustomization } from './objects.ts';
 import type { Clock } from '../../src/clock.ts';
 import type { Evaluation } from '../../src/decide/tracker.ts';
+import { RENDER } from './render-off.ts';
 
 /**
  * Controller scenarios for tests and the benchmark: a GitOps repository (c1 initial, c2 good
@@ -53,11 +54,11 @@ export const RESOURCES = `
       - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }
       - { apiVersion: apps/v1, kind: Deployment, namespace: prod, name: podinfo }`;
 
-export function configText(opts: { url: string; apiUrl?: string; repoSettings?: string; mode?: 'commit' | 'pull-request'; defaults?: string; target?: string; controller?: string; resources?: string; interval?: string }): string {
+export function configText(opts: { url: string; apiUrl?: string; repoSettings?: string; mode?: 'commit' | 'pull-request'; defaults?: string; target?: string; controller?: string; resources?: string; interval?: string; render?: boolean }): string {
   return `repo:
   url: ${opts.url}
 ${opts.apiUrl ? `  apiUrl: ${opts.apiUrl}\n` : ''}${opts.repoSettings ?? ''}  branch: main
-defaults:
+${RENDER(opts.render)}defaults:
   mode: ${opts.mode ?? 'commit'}
   strategy: revert
   confirmations: 2
