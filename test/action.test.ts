@@ -7,6 +7,7 @@ import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './suppor
 import { deployment, kustomization, yamlDocs } from './support/objects.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { until } from './support/controller-scenario.ts';
+import { RENDER } from './support/render-off.ts';
 
 /**
  * The Action as the runner runs it (DESIGN.md "Real parts"): `node dist/action.js` with INPUT_*
@@ -41,7 +42,7 @@ const RESOURCES = {
 };
 
 /** c1 initial, c2 good podinfo change, c3 bad podinfo release, c4 unrelated redis change; a bare repo and a workspace with lastgood.yaml. */
-function scenario(opts: { mode?: string; resources?: Array<keyof typeof RESOURCES>; extra?: string; repo?: string } = {}): Scenario {
+function scenario(opts: { mode?: string; resources?: Array<keyof typeof RESOURCES>; extra?: string; repo?: string; render?: boolean } = {}): Scenario {
   const work = makeRepo();
   commit(work, { 'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n', [`${TARGET_PATH}kustomization.yaml`]: overlay('6.0.0'), 'apps/redis/values.yaml': 'replicas: 1\n' }, 'initial platform');
   const c2 = commit(work, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
@@ -54,7 +55,7 @@ function scenario(opts: { mode?: string; resources?: Array<keyof typeof RESOURCE
   writeFile(workspace, 'lastgood.yaml', `repo:
 ${opts.repo ?? '  url: ./gitops.git'}
   branch: main
-defaults:
+${RENDER(opts.render)}defaults:
   mode: ${opts.mode ?? 'commit'}
   strategy: restore
   confirmations: 1
@@ -102,7 +103,8 @@ test.before(() => {
 });
 
 test('Flux githubdispatch HealthCheckFailed: reverts on the branch, outputs and summary say so', async (t) => {
-  const s = scenario();
+  // rendered as the engine builds it, as the Action does by default
+  const s = scenario({ render: true });
   const r = await runAction({ workspace: s.workspace, eventPath: eventFile(s, 'flux-kustomization-health-check-failed.json') });
   t.is(r.code, 0, r.stdout + r.stderr);
   t.is(r.outputs.verdict, 'failed');

@@ -10,6 +10,7 @@ import { lastgood, ROOT } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
+import { RENDER } from './support/render-off.ts';
 
 /**
  * Issue 15 classes 5, 6 and 9: paths and names, times, and no internal error for user input.
@@ -30,7 +31,8 @@ targets:
     paths: ${opts.paths ?? `[${P}]`}
     resources:
       - ${RESOURCE}
-${opts.target ?? ''}${opts.extra ?? ''}`);
+${opts.target ?? ''}${opts.extra ?? ''}
+${RENDER()}`);
 }
 
 function noInternalError(t: { false(v: boolean, m?: string): void }, r: { stderr: string; stdout: string }): void {

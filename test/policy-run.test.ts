@@ -4,6 +4,7 @@ import path from 'node:path';
 import { lastgood } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { canary, deployment, kustomization, yamlDocs } from './support/objects.ts';
+import { RENDER } from './support/render-off.ts';
 
 /** Policies and guards end to end: the spawned CLI, real git repositories, fixed clocks (issue 7). */
 
@@ -29,7 +30,7 @@ function scenario(resources: string, targetExtra = ''): Scenario {
   const config = writeFile(dir, 'lastgood.yaml', `repo:
   url: ${repo}
   branch: main
-defaults:
+${RENDER()}defaults:
   mode: commit
   strategy: restore
   confirmations: 2
