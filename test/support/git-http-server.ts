@@ -241,13 +241,16 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
       GIT_PROJECT_ROOT: opts.root,
       GIT_HTTP_EXPORT_ALL: '1',
       // enable pushes (and partial clone) without a per-repository config (git >= 2.31 reads config from the environment)
-      GIT_CONFIG_COUNT: '3',
+      GIT_CONFIG_COUNT: '4',
       GIT_CONFIG_KEY_0: 'http.receivepack',
       GIT_CONFIG_VALUE_0: 'true',
       GIT_CONFIG_KEY_1: 'uploadpack.allowFilter',
       GIT_CONFIG_VALUE_1: opts.allowFilter === false ? 'false' : 'true',
       GIT_CONFIG_KEY_2: 'uploadpack.allowReachableSHA1InWant',
       GIT_CONFIG_VALUE_2: opts.allowReachableSHA1InWant ? 'true' : 'false',
+      // no `git gc --auto` after each push: a hosting server collects garbage on its own schedule
+      GIT_CONFIG_KEY_3: 'receive.autogc',
+      GIT_CONFIG_VALUE_3: 'false',
       REMOTE_USER: 'lastgood-test',
       REMOTE_ADDR: '127.0.0.1',
       GATEWAY_INTERFACE: 'CGI/1.1',
