@@ -130,6 +130,22 @@ test('a command hook does not inherit lastgood\'s tokens or secret-looking varia
   for (const kept of ['PLAIN', 'OUT', 'ALLOWED_TOKEN']) t.true(names.includes(kept), kept);
 });
 
+test('git configuration from the environment reaches a command hook whole, or not at all when it carries a secret', async (t) => {
+  const dir = tempDir('lastgood-hook-gitcfg-');
+  const out = path.join(dir, 'out.txt');
+  const group = (key: string, value: string) => ({
+    GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'user.name', GIT_CONFIG_VALUE_0: 'Hook Person', GIT_CONFIG_KEY_1: key, GIT_CONFIG_VALUE_1: value,
+  });
+  const hook = { spec: { command: ['sh', '-c', 'git config --get user.name > "$OUT" 2>&1; echo "exit $?" >> "$OUT"'] }, timeoutMs: 5000 };
+  const base = { PATH: process.env.PATH, HOME: dir, OUT: out, GIT_CONFIG_NOSYSTEM: '1' };
+  // KEY_<n> looked like a secret's name: git then refused every command ("unable to parse command-line config")
+  t.true((await runHook(hook, payload, { env: { ...base, ...group('core.abbrev', '12') } })).ok);
+  t.is(readFileSync(out, 'utf8'), 'Hook Person\nexit 0\n');
+  // an extraHeader is a credential's place: the group is left out whole, and git still runs
+  t.true((await runHook(hook, payload, { env: { ...base, ...group('http.extraHeader', 'Authorization: Bearer ghp_notForHooks0123456789abcdefABCDEF01') } })).ok);
+  t.is(readFileSync(out, 'utf8'), 'exit 1\n');
+});
+
 test('through the CLI: a hook that sleeps 20s with timeout 2s is killed and ends the run as a failed hook', async (t) => {
   const repo = makeRepo();
   const P = 'apps/podinfo/prod/';

@@ -68,11 +68,38 @@ export function hookEnvironment(env: NodeJS.ProcessEnv, inherit: string[]): Node
   const allowed = new Set(inherit);
   const out: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined) continue;
+    if (value === undefined || GIT_CONFIG_ENV.test(name)) continue;
     const secret = SECRET_ENV.includes(name) || SECRET_NAME.test(name) || containsSecret(value);
     if (!secret || allowed.has(name)) out[name] = value;
   }
-  return out;
+  return { ...out, ...gitConfigEnvironment(env, allowed) };
+}
+
+const GIT_CONFIG_ENV = /^GIT_CONFIG_(COUNT|KEY_\d+|VALUE_\d+)$/;
+
+/**
+ * git's configuration from the environment (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>,
+ * GIT_CONFIG_VALUE_<n>; git's config.c git_config_from_parameters) goes to a hook whole or not at
+ * all: git refuses to run ("unable to parse command-line config") when one of the group is missing,
+ * and a KEY_<n> name alone looked secret to the rule above. It is left out when a value is a
+ * secret, or a key names one (an http.extraHeader, a credential helper), unless the config passes
+ * every variable of the group through `inherit`.
+ */
+function gitConfigEnvironment(env: NodeJS.ProcessEnv, allowed: Set<string>): NodeJS.ProcessEnv {
+  const count = Number(env.GIT_CONFIG_COUNT);
+  if (!Number.isInteger(count) || count <= 0) return {};
+  const group: NodeJS.ProcessEnv = { GIT_CONFIG_COUNT: String(count) };
+  let secret = false;
+  for (let i = 0; i < count; i++) {
+    const key = env[`GIT_CONFIG_KEY_${i}`];
+    const value = env[`GIT_CONFIG_VALUE_${i}`];
+    if (key === undefined || value === undefined) return {};
+    group[`GIT_CONFIG_KEY_${i}`] = key;
+    group[`GIT_CONFIG_VALUE_${i}`] = value;
+    if (/extraheader|credential|token|password|secret/i.test(key) || containsSecret(value) || containsSecret(key)) secret = true;
+  }
+  if (secret && !Object.keys(group).every((name) => allowed.has(name))) return {};
+  return group;
 }
 
 async function postHook(url: string, body: string, timeoutMs: number): Promise<Omit<HookResult, 'ms'>> {
