@@ -43,6 +43,22 @@ export function commit(repo: string, files: Record<string, string | null>, messa
   clock += 60;
   const date = `${clock} +0000`;
   execFileSync('git', ['commit', '-q', '--allow-empty', '-m', message], { cwd: repo, env: { ...ENV, GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date } });
+  return headOf(repo);
+}
+
+/**
+ * HEAD's commit, read from the loose ref git just wrote (a process less per commit: the tests make
+ * thousands); anything else (a detached HEAD, packed refs, a linked worktree) asks git.
+ */
+function headOf(repo: string): string {
+  try {
+    const head = readFileSync(path.join(repo, '.git', 'HEAD'), 'utf8');
+    const ref = /^ref: (refs\/heads\/[^\n]+)\n$/.exec(head)?.[1];
+    const sha = ref ? readFileSync(path.join(repo, '.git', ref), 'utf8') : '';
+    if (/^[0-9a-f]{40}\n$/.test(sha)) return sha.trim();
+  } catch {
+    // not a plain repository with a loose branch ref
+  }
   return git(repo, 'rev-parse', 'HEAD');
 }
 
