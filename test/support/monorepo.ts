@@ -372,26 +372,21 @@ export interface AppendedCommit {
   author?: Who;
 }
 
-/** Appends commits on top of a branch (git plumbing, the times as given); returns their SHAs. */
+/** Appends commits on top of a branch (one `git fast-import`, the times as given); returns their SHAs. */
 export function appendCommits(gitdir: string, commits: AppendedCommit[], branch = 'main'): string[] {
-  const out: string[] = [];
-  for (const c of commits) {
+  if (commits.length === 0) return [];
+  const data = (text: string) => `data ${Buffer.byteLength(text)}\n${text}\n`;
+  const stream = commits.map((c, i) => {
     const who = c.author ?? PEOPLE[3]!;
-    const index = `${gitdir}/lastgood-append-index`;
-    const env = { ...GIT_ENV, GIT_INDEX_FILE: index, GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email, GIT_AUTHOR_DATE: `${c.at} +0000`, GIT_COMMITTER_DATE: `${c.at} +0000` };
-    const run = (args: string[], input?: string) => execFileSync('git', args, { cwd: gitdir, env, encoding: 'utf8', ...(input !== undefined ? { input } : {}) }).trim();
-    run(['read-tree', branch]);
-    for (const [file, content] of Object.entries(c.files)) {
-      if (content === null) run(['update-index', '--force-remove', file]);
-      else run(['update-index', '--add', '--cacheinfo', `100644,${run(['hash-object', '-w', '--stdin'], content)},${file}`]);
-    }
-    const tree = run(['write-tree']);
-    const sha = run(['commit-tree', tree, '-p', branch, '-m', c.message]);
-    run(['update-ref', `refs/heads/${branch}`, sha]);
-    rmSync(index, { force: true });
-    out.push(sha);
-  }
-  return out;
+    const sign = `${who.name} <${who.email}> ${c.at} +0000`;
+    const changes = Object.entries(c.files).map(([file, content]) => (content === null ? `D ${file}\n` : `M 100644 inline ${file}\n${data(content)}`));
+    return `commit refs/heads/${branch}\nmark :${i + 1}\nauthor ${sign}\ncommitter ${sign}\n${data(c.message)}${i === 0 ? `from refs/heads/${branch}^0\n` : ''}${changes.join('')}\n`;
+  }).join('');
+  const marks = `${gitdir}/lastgood-append-marks`;
+  execFileSync('git', ['fast-import', '--quiet', '--done', `--export-marks=${marks}`], { cwd: gitdir, env: GIT_ENV, input: `${stream}done\n`, stdio: ['pipe', 'ignore', 'pipe'] });
+  const byMark = new Map(readFileSync(marks, 'utf8').trim().split('\n').map((line) => line.split(' ') as [string, string]));
+  rmSync(marks, { force: true });
+  return commits.map((_, i) => byMark.get(`:${i + 1}`)!);
 }
 
 /** A bot's image bump of another application (for appended histories). */
