@@ -44,7 +44,9 @@ function pattern(domain: string, line: string): Pattern {
     if (star < 0) mayMatch = (rel) => rel === body || rel.startsWith(`${body}/`) || rel.endsWith(`/${body}`) || rel.includes(`/${body}/`);
     else if (star === 0 && !body.slice(1).includes('*')) {
       const suffix = body.slice(1);
-      mayMatch = (rel) => rel.split('/').some((segment) => segment.endsWith(suffix));
+      // a segment ends with the suffix: the suffix ends the path or comes right before a "/"
+      const inside = `${suffix}/`;
+      mayMatch = (rel) => rel.endsWith(suffix) || rel.includes(inside);
     }
   }
   return { domain, matcher, mayMatch };

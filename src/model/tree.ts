@@ -91,10 +91,11 @@ export class Lru<K, V> {
   }
 }
 
-/** A tree read once: its entries in git's order and by name. */
+/** A tree read once: its entries in git's order and, once asked, by name. */
 interface ReadTree {
   items: TreeItem[];
-  byName: Map<string, TreeEntry>;
+  /** built at the first lookup by name: a walk that only lists the tree (the `.sourceignore` search) never needs it */
+  byName?: Map<string, TreeEntry>;
   /** the first name git refuses (`..`, `.git`): refused whenever the tree is used, naming the folder it was reached as */
   refused?: string;
 }
@@ -112,7 +113,7 @@ const MEMO_KEPT = 60_000;
  */
 export class ObjectCache {
   readonly reader: RepoReader;
-  private readonly trees = new Lru<string, Promise<ReadTree>>(TREES_KEPT);
+  private readonly trees = new Lru<string, Promise<ReadTree> | ReadTree>(TREES_KEPT);
   private readonly blobs = new Lru<string, { bytes: Promise<Uint8Array>; size: number }>(BLOB_BYTES_KEPT, (b) => b.size + 64);
   private readonly roots = new Lru<string, Promise<string>>(20_000);
   /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>") */
@@ -124,18 +125,19 @@ export class ObjectCache {
     this.reader = reader;
   }
   /** A tree, read once; a name git itself refuses (`..`, `.git`) is bad repository input naming the folder `under`, as the tree walk says it. */
-  private read(oid: string, under = ''): Promise<ReadTree> {
+  private read(oid: string, under = ''): Promise<ReadTree> | ReadTree {
     let p = this.trees.get(oid);
     if (!p) {
-      p = readCheckedTree(this.reader, oid, under).then((items): ReadTree => {
-        // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
-        const byName = new Map<string, TreeEntry>();
-        for (const e of items) byName.set(e.path, e as TreeItem & TreeEntry);
+      const reading = readCheckedTree(this.reader, oid, under).then((items): ReadTree => {
         const refused = refusedName(items);
-        return refused === undefined ? { items, byName } : { items, byName, refused };
+        const t: ReadTree = refused === undefined ? { items } : { items, refused };
+        // once read, kept as the value: a lookup in a tree already read needs no await (nowIndex)
+        if (this.trees.get(oid) === reading) this.trees.set(oid, t);
+        return t;
       });
-      this.trees.set(oid, p);
-      p.catch(() => this.trees.delete(oid));
+      this.trees.set(oid, reading);
+      reading.catch(() => this.trees.delete(oid));
+      p = reading;
     }
     return p;
   }
@@ -145,7 +147,17 @@ export class ObjectCache {
   }
   /** A tree's entries by name (shared: never change the map); refused names as `tree` says. */
   async index(oid: string, under = ''): Promise<Map<string, TreeEntry>> {
-    return (await this.checked(oid, under)).byName;
+    return byNameOf(await this.checked(oid, under));
+  }
+  /**
+   * A tree's entries by name when the tree was read already, else undefined: a path walk over
+   * trees it has read costs no await per folder (a large graph resolves 100,000 paths).
+   */
+  nowIndex(oid: string, under = ''): Map<string, TreeEntry> | undefined {
+    const t = this.trees.get(oid);
+    if (t === undefined || t instanceof Promise) return undefined;
+    if (t.refused !== undefined) checkEntryName(t.refused, under);
+    return byNameOf(t);
   }
   private async checked(oid: string, under: string): Promise<ReadTree> {
     const t = await this.read(oid, under);
@@ -188,9 +200,23 @@ async function readCheckedTree(reader: RepoReader, oid: string, under: string): 
   return entries;
 }
 
+/** A tree's entries by name, indexed at the first lookup. */
+function byNameOf(t: ReadTree): Map<string, TreeEntry> {
+  if (t.byName) return t.byName;
+  // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
+  const byName = new Map<string, TreeEntry>();
+  for (const e of t.items) byName.set(e.path, e as TreeItem & TreeEntry);
+  t.byName = byName;
+  return byName;
+}
+
+const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
 /** The first entry name git refuses (checkEntryName), if any. */
 function refusedName(items: TreeItem[]): string | undefined {
   for (const e of items) {
+    // most names are plain (not starting with a dot, no "/" or NUL): none of those is refused
+    if (PLAIN_NAME.test(e.path)) continue;
     try {
       checkEntryName(e.path, '');
     } catch {
@@ -206,6 +232,14 @@ interface OverlayFile {
   content?: Uint8Array;
 }
 
+/** The way from the root to a folder: its tree, or where it stops being a folder (that entry as read). */
+type Way = { oid: string } | { oid: undefined; failed: string; value: string };
+/** what a lookup without an await answers when a tree on the way is not read yet */
+const NOT_READ = Symbol('not read');
+
+/** What a search below a folder without the name finds (shared: most folders have none). */
+const NOTHING_FOUND: Array<{ path: string; oid: string }> = [];
+
 const entryText = (e: TreeEntry | undefined) => (e ? `${e.mode} ${e.oid}` : ABSENT);
 
 export class TreeView {
@@ -215,7 +249,9 @@ export class TreeView {
   private readonly written = new Map<string, OverlayFile>();
   private readonly deleted = new Set<string>();
   private readonly listings = new Map<string, Promise<Map<string, TreeEntry>>>();
-  private readonly ways = new Map<string, Promise<{ oid: string } | { oid: undefined; failed: string; value: string }>>();
+  private readonly ways = new Map<string, Promise<Way>>();
+  /** the ways known without an await (every tree on them read already) */
+  private readonly waysNow = new Map<string, Way>();
   /** what this view was asked, in the order of the builds nested in it (the innermost records) */
   private readonly sinks: Reads[] = [new Reads()];
 
@@ -292,6 +328,8 @@ export class TreeView {
       const prefix = d ? `${d}/` : '';
       for (const p of [...this.written.keys(), ...this.deleted]) if (p === d || p.startsWith(prefix)) return undefined;
     }
+    const known = this.wayNow(d);
+    if (known) return known.oid;
     let oid = this.root;
     let at = '';
     for (const part of d ? d.split('/') : []) {
@@ -401,14 +439,44 @@ export class TreeView {
    * tree. A way that fails records where it failed (a path found below it reads the rest).
    */
   private async baseTreeOid(dir: string): Promise<string | undefined> {
-    let way = this.ways.get(dir);
-    if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
-    const w = await way;
+    let w = this.wayNow(dir);
+    if (!w) {
+      let way = this.ways.get(dir);
+      if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
+      w = await way;
+    }
     if ('failed' in w) this.record().entry(w.failed, w.value);
     return w.oid;
   }
 
-  private async walkWay(dir: string): Promise<{ oid: string } | { oid: undefined; failed: string; value: string }> {
+  /**
+   * The way to the base tree at `dir` when every tree on it was read already, else undefined:
+   * the same answer as walkWay without an await per folder (a large graph resolves 100,000 paths
+   * through the same few thousand folders).
+   */
+  private wayNow(dir: string): Way | undefined {
+    const known = this.waysNow.get(dir);
+    if (known) return known;
+    let w: Way;
+    if (dir === '') w = { oid: this.root };
+    else {
+      const slash = dir.lastIndexOf('/');
+      const parent = slash < 0 ? '' : dir.slice(0, slash);
+      const up = this.wayNow(parent);
+      if (!up) return undefined;
+      if (up.oid === undefined) w = up;
+      else {
+        const entries = this.cache.nowIndex(up.oid, parent);
+        if (!entries) return undefined;
+        const e = entries.get(dir.slice(slash + 1));
+        w = !e || e.type !== 'tree' ? { oid: undefined, failed: dir, value: entryText(e) } : { oid: e.oid };
+      }
+    }
+    this.waysNow.set(dir, w);
+    return w;
+  }
+
+  private async walkWay(dir: string): Promise<Way> {
     let oid = this.root;
     let at = '';
     for (const part of dir ? dir.split('/') : []) {
@@ -425,11 +493,29 @@ export class TreeView {
    * listing). A folder on the way to a deeper path is not recorded: what is read below it is.
    */
   private async child(dir: string, name: string, onTheWay = false, asFolder = false): Promise<TreeEntry | undefined> {
+    const now = this.childNow(dir, name, onTheWay, asFolder);
+    if (now !== NOT_READ) return now;
     let e: TreeEntry | undefined;
     if (this.changed) e = (await this.listUncachedShared(dir)).get(name);
     else {
       const base = await this.baseTreeOid(dir);
       e = base ? (await this.cache.index(base, dir)).get(name) : undefined;
+    }
+    if (!(onTheWay && e?.type === 'tree')) this.record().entry(dir ? `${dir}/${name}` : name, asFolder && e?.type === 'tree' ? AS_FOLDER : entryText(e));
+    return e;
+  }
+
+  /** `child` without an await where the trees on the way were read already (recording the same), else NOT_READ (nothing recorded). */
+  private childNow(dir: string, name: string, onTheWay: boolean, asFolder: boolean): TreeEntry | undefined | typeof NOT_READ {
+    if (this.changed) return NOT_READ;
+    const w = this.wayNow(dir);
+    if (!w) return NOT_READ;
+    let e: TreeEntry | undefined;
+    if (w.oid === undefined) this.record().entry(w.failed, w.value);
+    else {
+      const entries = this.cache.nowIndex(w.oid, dir);
+      if (!entries) return NOT_READ;
+      e = entries.get(name);
     }
     if (!(onTheWay && e?.type === 'tree')) this.record().entry(dir ? `${dir}/${name}` : name, asFolder && e?.type === 'tree' ? AS_FOLDER : entryText(e));
     return e;
@@ -449,11 +535,13 @@ export class TreeView {
     // the parent must be a real folder all the way up (a symlinked folder on the way is not one)
     let dir = '';
     for (let i = 0; i < parts.length - 1; i++) {
-      const e = await this.child(dir, parts[i]!, true);
+      const now = this.childNow(dir, parts[i]!, true, false);
+      const e = now === NOT_READ ? await this.child(dir, parts[i]!, true) : now;
       if (!e || e.type !== 'tree') return undefined;
       dir = dir ? `${dir}/${parts[i]}` : parts[i]!;
     }
-    return this.child(dir, parts[parts.length - 1]!);
+    const now = this.childNow(dir, parts[parts.length - 1]!, false, false);
+    return now === NOT_READ ? this.child(dir, parts[parts.length - 1]!) : now;
   }
 
   /**
@@ -469,13 +557,32 @@ export class TreeView {
       const key = `named|${name}|${oid}`;
       const known = this.cache.memo.get(key) as Array<{ path: string; oid: string }> | undefined;
       if (known) return known;
-      const entries = [...(await this.cache.index(oid, at))].sort(([a], [b]) => (a < b ? -1 : 1));
-      const out: Array<{ path: string; oid: string }> = [];
-      const own = entries.find(([n, e]) => n === name && e.type === 'blob' && e.mode !== SYMLINK);
-      if (own) out.push({ path: name, oid: own[1].oid });
-      for (const [n, e] of entries) {
-        if (e.type !== 'tree' || n === '.git') continue;
-        for (const f of await below(e.oid, at ? `${at}/${n}` : n)) out.push({ path: `${n}/${f.path}`, oid: f.oid });
+      // the tree's items in git's order, not its index by name: most folders of a large spec.path
+      // are listed only here, and a Map per folder was most of this walk's memory
+      const items = await this.cache.tree(oid, at);
+      let own: TreeItem | undefined;
+      let folders: Array<{ name: string; found: Array<{ path: string; oid: string }> }> | undefined;
+      const names = new Set<string>();
+      let repeated = false;
+      for (const e of items) {
+        if (names.has(e.path)) repeated = true;
+        names.add(e.path);
+        // by name, the last entry of a name counts (as in the tree's index)
+        if (e.path === name) own = e;
+      }
+      // a crafted tree repeating a name: read as its index reads it (one entry a name, the last)
+      const entries = repeated ? [...(await this.cache.index(oid, at))].map(([n, e]): TreeItem => ({ ...e, path: n })) : items;
+      for (const e of entries) {
+        if (e.type !== 'tree' || e.path === '.git') continue;
+        const found = await below(e.oid, at ? `${at}/${e.path}` : e.path);
+        if (found.length > 0) (folders ??= []).push({ name: e.path, found });
+      }
+      const hasOwn = own !== undefined && own.type === 'blob' && own.mode !== SYMLINK;
+      let out = NOTHING_FOUND;
+      if (hasOwn || folders) {
+        out = hasOwn ? [{ path: name, oid: own!.oid }] : [];
+        // folders in name order (git orders a folder as if its name ended with "/")
+        for (const { name: n, found } of (folders ?? []).sort((a, b) => (a.name < b.name ? -1 : 1))) for (const f of found) out.push({ path: `${n}/${f.path}`, oid: f.oid });
       }
       this.cache.memo.set(key, out);
       return out;
@@ -527,7 +634,8 @@ export class TreeView {
     for (let i = 0; i < parts.length; i++) {
       const next = current ? `${current}/${parts[i]}` : parts[i]!;
       // a folder is told as a folder (its oid is not shown): only that it is one is read
-      const e = await this.child(current, parts[i]!, i < parts.length - 1, true);
+      const now = this.childNow(current, parts[i]!, i < parts.length - 1, true);
+      const e = now === NOT_READ ? await this.child(current, parts[i]!, i < parts.length - 1, true) : now;
       if (!e) return { kind: 'absent' };
       if (e.mode === SYMLINK) {
         if (symlinks === 'drop') return { kind: 'dropped', link: next };
