@@ -237,6 +237,22 @@ type Way = { oid: string } | { oid: undefined; failed: string; value: string };
 /** what a lookup without an await answers when a tree on the way is not read yet */
 const NOT_READ = Symbol('not read');
 
+/** True when `a` comes strictly before `b` in git's tree order (by UTF-16 units here: a name beyond ASCII may say false, never wrongly true). */
+function gitOrdered(a: TreeItem, b: TreeItem): boolean {
+  const x = a.path;
+  const y = b.path;
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i++) {
+    const cx = x.charCodeAt(i);
+    const cy = y.charCodeAt(i);
+    if (cx !== cy) return cx < cy;
+  }
+  // one name starts the other: a folder's name goes on with "/"
+  const nx = x.length > n ? x.charCodeAt(n) : a.type === 'tree' ? 47 : -1;
+  const ny = y.length > n ? y.charCodeAt(n) : b.type === 'tree' ? 47 : -1;
+  return nx < ny;
+}
+
 /** What a search below a folder without the name finds (shared: most folders have none). */
 const NOTHING_FOUND: Array<{ path: string; oid: string }> = [];
 
@@ -562,16 +578,16 @@ export class TreeView {
       const items = await this.cache.tree(oid, at);
       let own: TreeItem | undefined;
       let folders: Array<{ name: string; found: Array<{ path: string; oid: string }> }> | undefined;
-      const names = new Set<string>();
-      let repeated = false;
-      for (const e of items) {
-        if (names.has(e.path)) repeated = true;
-        names.add(e.path);
-        // by name, the last entry of a name counts (as in the tree's index)
-        if (e.path === name) own = e;
+      // in git's order (a folder sorted as if its name ended with "/"), a name appears at most as
+      // a file and then a folder, and by name the last counts (the folder), as in the tree's
+      // index; anything else (a crafted tree) is read through the index, one entry a name
+      let ordered = true;
+      for (let i = 0; i < items.length; i++) {
+        if (i > 0 && !gitOrdered(items[i - 1]!, items[i]!)) ordered = false;
+        if (items[i]!.path === name) own = items[i];
       }
-      // a crafted tree repeating a name: read as its index reads it (one entry a name, the last)
-      const entries = repeated ? [...(await this.cache.index(oid, at))].map(([n, e]): TreeItem => ({ ...e, path: n })) : items;
+      const entries = ordered ? items : [...(await this.cache.index(oid, at))].map(([n, e]): TreeItem => ({ ...e, path: n }));
+      if (!ordered) own = entries.find((e) => e.path === name);
       for (const e of entries) {
         if (e.type !== 'tree' || e.path === '.git') continue;
         const found = await below(e.oid, at ? `${at}/${e.path}` : e.path);
@@ -629,7 +645,8 @@ export class TreeView {
    * getPotentiallyValidManifestFile) and refuse one that leaves it.
    */
   async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0, via: Link[] = []): Promise<Resolved> {
-    const parts = clean(p).split('/').filter(Boolean);
+    const c = clean(p);
+    const parts = c === '' ? [] : c.split('/');
     let current = '';
     for (let i = 0; i < parts.length; i++) {
       const next = current ? `${current}/${parts[i]}` : parts[i]!;
@@ -662,6 +679,7 @@ export class TreeView {
 
 /** "./a//b/" → "a/b"; the root is "". */
 export function clean(p: string): string {
+  if (isClean(p)) return p;
   const n = path.normalize(p || '.').replace(/\/+$/, '');
   return n === '.' ? '' : n.replace(/^\.\//, '');
 }
@@ -669,9 +687,28 @@ export function clean(p: string): string {
 /** `rel` joined to `dir`, normalised; undefined when it leaves the repository. */
 export function joinInside(dir: string, rel: string): string | undefined {
   if (rel.startsWith('/')) return undefined;
+  if ((dir === '' || isClean(dir)) && isClean(rel)) return dir ? `${dir}/${rel}` : rel;
   const n = path.normalize(path.join(dir || '.', rel));
   if (n === '..' || n.startsWith('../')) return undefined;
   return n === '.' ? '' : n.replace(/\/+$/, '');
+}
+
+/**
+ * True when `p` is already as `clean` makes it (most paths a graph names: `deployment.yaml`,
+ * `apps/x/base`): relative, no empty, `.` or `..` segment, no "/" at either end. Such a path
+ * normalises to itself, which a walk of 100,000 paths need not compute.
+ */
+function isClean(p: string): boolean {
+  const n = p.length;
+  if (n === 0 || p.charCodeAt(0) === 47 || p.charCodeAt(n - 1) === 47) return false;
+  for (let start = 0, i = 0; i <= n; i++) {
+    if (i < n && p.charCodeAt(i) !== 47) continue;
+    const len = i - start;
+    if (len === 0) return false;
+    if (p.charCodeAt(start) === 46 && (len === 1 || (len === 2 && p.charCodeAt(start + 1) === 46))) return false;
+    start = i + 1;
+  }
+  return true;
 }
 
 /** True when `file` is `dir` or lies below it ("" is the root). */
