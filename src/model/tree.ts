@@ -3,6 +3,7 @@ import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
 import { ABSENT, AS_FOLDER, Reads } from './reads.ts';
 import { checkEntryName } from '../repo/tree-walk.ts';
+import { Lru } from '../repo/lru.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
@@ -39,58 +40,6 @@ export interface Link {
   oid: string;
 }
 
-/**
- * A map of recently used values, at most about `limit` of them by `weigh`: two generations, the
- * current one and the one before; a value read from the older one moves up, and when the current
- * one is full the older one is dropped whole. Reads cost one or two lookups (a strict LRU's
- * delete-and-insert on every read was most of a large model walk's time).
- */
-export class Lru<K, V> {
-  private current = new Map<K, V>();
-  private older = new Map<K, V>();
-  private weight = 0;
-  private readonly limit: number;
-  private readonly weigh: (v: V) => number;
-  constructor(limit: number, weigh: (v: V) => number = () => 1) {
-    this.limit = limit;
-    this.weigh = weigh;
-  }
-  get(key: K): V | undefined {
-    const v = this.current.get(key);
-    if (v !== undefined) return v;
-    const old = this.older.get(key);
-    if (old !== undefined) {
-      this.older.delete(key);
-      this.put(key, old);
-    }
-    return old;
-  }
-  has(key: K): boolean {
-    return this.current.has(key) || this.older.has(key);
-  }
-  delete(key: K): void {
-    const v = this.current.get(key);
-    if (v !== undefined) {
-      this.weight -= this.weigh(v);
-      this.current.delete(key);
-    }
-    this.older.delete(key);
-  }
-  set(key: K, value: V): void {
-    this.delete(key);
-    this.put(key, value);
-  }
-  private put(key: K, value: V): void {
-    this.current.set(key, value);
-    this.weight += this.weigh(value);
-    if (this.weight > this.limit / 2) {
-      this.older = this.current;
-      this.current = new Map();
-      this.weight = 0;
-    }
-  }
-}
-
 /** A tree read once: its entries in git's order and, once asked, by name. */
 interface ReadTree {
   items: TreeItem[];
@@ -100,10 +49,19 @@ interface ReadTree {
   refused?: string;
 }
 
-/** Trees kept per reader (every revision shares the unchanged ones): a 50,000-file revision has about 10,000. */
-const TREES_KEPT = 60_000;
-const BLOB_BYTES_KEPT = 32 * 1024 * 1024;
-const PARSED_KEPT = 40_000;
+/**
+ * What one reader keeps, by weight (issue 22: every cache bounded, a long-running process
+ * included). Trees by their entries, not their number: a monorepo's `apps/` of 2,200 folders is
+ * read again at every revision that changed one of them, and a count let those pile up (a
+ * history walk of 100 revisions held ~1 MB a revision). An entry held costs ~150 bytes (its name,
+ * its oid, the item and its place in the index): 160,000 of them ~24 MB, three revisions of a
+ * 50,000-file repository.
+ */
+const TREE_ENTRIES_KEPT = 160_000;
+const BLOB_BYTES_KEPT = 24 * 1024 * 1024;
+/** parsed forms by the size of the blob they came from (a parsed YAML document holds ~5 to 10 times its text) */
+const PARSED_BYTES_KEPT = 4 * 1024 * 1024;
+/** memoised parts by count, a list by its length (a folder's remembered walk lists what it found) */
 const MEMO_KEPT = 60_000;
 
 /**
@@ -113,13 +71,13 @@ const MEMO_KEPT = 60_000;
  */
 export class ObjectCache {
   readonly reader: RepoReader;
-  private readonly trees = new Lru<string, Promise<ReadTree> | ReadTree>(TREES_KEPT);
+  private readonly trees = new Lru<string, Promise<ReadTree> | ReadTree>(TREE_ENTRIES_KEPT, (t) => (t instanceof Promise ? 1 : t.items.length + 1));
   private readonly blobs = new Lru<string, { bytes: Promise<Uint8Array>; size: number }>(BLOB_BYTES_KEPT, (b) => b.size + 64);
   private readonly roots = new Lru<string, Promise<string>>(20_000);
-  /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>") */
-  readonly parsed = new Lru<string, unknown>(PARSED_KEPT);
+  /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>"), weighed by the blob's size */
+  private readonly parsed = new Lru<string, { value: unknown; size: number }>(PARSED_BYTES_KEPT, (p) => p.size + 64);
   /** what model builds remember across revisions (memoised parts, keyed by the tree oids they depend on) */
-  readonly memo = new Lru<string, unknown>(MEMO_KEPT);
+  readonly memo = new Lru<string, unknown>(MEMO_KEPT, (v) => (Array.isArray(v) ? v.length : 0) + 1);
 
   constructor(reader: RepoReader) {
     this.reader = reader;
@@ -181,9 +139,10 @@ export class ObjectCache {
   /** Parses a blob once per key (while it is kept). */
   async parse<T>(key: string, oid: string, parse: (bytes: Uint8Array) => T): Promise<T> {
     const known = this.parsed.get(key);
-    if (known !== undefined) return known as T;
-    const value = parse(await this.blob(oid));
-    this.parsed.set(key, value);
+    if (known !== undefined) return known.value as T;
+    const bytes = await this.blob(oid);
+    const value = parse(bytes);
+    this.parsed.set(key, { value, size: bytes.byteLength });
     return value;
   }
 }
