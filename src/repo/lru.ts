@@ -30,6 +30,15 @@ export class Lru<K, V> {
     }
     return old;
   }
+  /** How many values are held (both generations). */
+  get size(): number {
+    return this.current.size + this.older.size;
+  }
+  /** Every value held, the most recent generation first (reading does not move them up). */
+  *entries(): IterableIterator<[K, V]> {
+    yield* this.current;
+    for (const e of this.older) if (!this.current.has(e[0])) yield e;
+  }
   has(key: K): boolean {
     return this.current.has(key) || this.older.has(key);
   }
