@@ -218,6 +218,7 @@ registerEngine({
     const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
     // path → oid of every file of the graph, made when a render asks (a history walk builds many models and renders none)
     let files: Map<string, string> | undefined;
+    let regions: string[] | undefined;
     const graphFiles = graph.files;
     return {
       engine: 'flux',
@@ -227,7 +228,10 @@ registerEngine({
       opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes],
       missing: graph.missing,
       builds: scoped.builds,
-      regions: [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])],
+      // made when asked (a walk of a 2,200-application graph builds many models and asks none)
+      get regions() {
+        return (regions ??= [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])]);
+      },
       render: {
         engine: 'flux',
         root: graph.rootDir,

@@ -61,6 +61,7 @@ const TREE_ENTRIES_KEPT = 160_000;
 const BLOB_BYTES_KEPT = 24 * 1024 * 1024;
 /** parsed forms by the size of the blob they came from (a parsed YAML document holds ~5 to 10 times its text) */
 const PARSED_BYTES_KEPT = 4 * 1024 * 1024;
+const PREFETCHED_KEPT = 200_000;
 /** memoised parts by count, a list by its length (a folder's remembered walk lists what it found) */
 const MEMO_KEPT = 60_000;
 
@@ -76,6 +77,8 @@ export class ObjectCache {
   private readonly roots = new Lru<string, Promise<string>>(20_000);
   /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>"), weighed by the blob's size */
   private readonly parsed = new Lru<string, { value: unknown; size: number }>(PARSED_BYTES_KEPT, (p) => p.size + 64);
+  /** blobs the reader was told it would read and fetched (a hint needs saying once) */
+  readonly prefetched = new Lru<string, true>(PREFETCHED_KEPT);
   /** what model builds remember across revisions (memoised parts, keyed by the tree oids they depend on) */
   readonly memo = new Lru<string, unknown>(MEMO_KEPT, (v) => (Array.isArray(v) ? v.length : 0) + 1);
 
@@ -350,9 +353,15 @@ export class TreeView {
     if (oid !== undefined) await reader.prefetchTrees([oid]);
   }
 
-  /** Tells the reader these blobs are read next (nothing for a reader that reads locally). */
+  /** Tells the reader these blobs are read next (nothing for a reader that reads locally, nor for blobs it was told of before). */
   async prefetchBlobs(oids: string[]): Promise<void> {
-    if (this.prefetches && oids.length > 0) await this.cache.reader.prefetch!(oids);
+    if (!this.prefetches || oids.length === 0) return;
+    // the reader has what it fetched (objects never change): each build of a walk names the same few thousand kustomizations again
+    const told = this.cache.prefetched;
+    const fresh = oids.filter((o) => !told.has(o));
+    if (fresh.length === 0) return;
+    await this.cache.reader.prefetch!(fresh);
+    for (const o of fresh) told.set(o, true);
   }
 
   async prefetch(dir: string, kind: string, wanted: (name: string) => boolean): Promise<void> {
