@@ -61,7 +61,8 @@ const LIST_WHOLE_WHEN_MISSING = 8;
  * holds several fills). What falls out is read again when asked.
  */
 const COMMITS_KEPT = 50_000;
-const TREE_ENTRIES_KEPT = 100_000;
+/** the recursive listing of a large spec.path is one answer (the monorepo's: 33,000 entries): a generation holds several */
+const TREE_ENTRIES_KEPT = 300_000;
 const BLOB_BYTES_KEPT = 24 * 1024 * 1024;
 const STATES_KEPT = 200_000;
 const PENDING_BLOBS_KEPT = 20_000;
