@@ -30,100 +30,53 @@
  *
  * LASTGOOD_BENCH_MONOREPO=once,never and LASTGOOD_BENCH_BACKENDS=local,git-remote,github limit
  * what runs; LASTGOOD_BENCH_PROFILE=DIR writes each job process's CPU profile there. The job
- * process is this file run with `--job`.
+ * process is bench/monorepo-job.ts, bundled as the CLI is (LASTGOOD_BENCH_JOB=source: its sources).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { CONTROLLER_NODE_OPTIONS } from '../src/controller/install.ts';
-import { appendCommits, botBump, cachedMonorepo, monorepoScenario, overlayKustomization, type Monorepo } from '../test/support/monorepo.ts';
+import { build } from 'esbuild';
+import { appendCommits, botBump, cachedMonorepo, overlayKustomization, type Monorepo } from '../test/support/monorepo.ts';
+import { TOKEN, type Backend, type Failure, type JobResult } from './monorepo-job.ts';
+import { BANNER } from '../scripts/build-cli.ts';
 
 export const prefix = 'monorepo';
 
-const HERE = fileURLToPath(import.meta.url);
+const JOB_SOURCE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'monorepo-job.ts');
 const TIME = '/usr/bin/time';
 const REPS = 3;
-const TOKEN = 'ghs_benchTokenNotARealOne000000000000';
 const SHAPE = { apps: 2_200, files: 20_200, commits: 2_000 } as const;
 const GIT_ENV = {
   ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0',
   GIT_AUTHOR_NAME: 'Bench', GIT_AUTHOR_EMAIL: 'bench@example.com', GIT_COMMITTER_NAME: 'Bench', GIT_COMMITTER_EMAIL: 'bench@example.com',
 };
 
-type Backend = 'local' | 'git-remote' | 'github';
-
-/** One failure the job reverts: the bad commit, what Flux applied before it, when. */
-interface Failure {
-  bad: string;
-  applied: string;
-  now: string;
-  badImage: string;
-}
-
-/** What the job process prints per run. */
-interface JobResult {
-  ms: number;
-  cpuMs: number;
-  rssMb: number;
-  startupMs?: number;
-  created: boolean;
-  error?: string;
-}
-
-// ---- the job process ----------------------------------------------------------------------------
-
-/** `node bench/monorepo.bench.ts --job BACKEND LOCATION REPO.json`: one run() per failure line on stdin. */
-async function job(backend: Backend, location: string, repoFile: string): Promise<void> {
-  const startupMs = performance.now();
-  const { pino } = await import('pino');
-  const { ConfigSchema } = await import('../src/config/schema.ts');
-  const { run } = await import('../src/engine/index.ts');
-  const repo = JSON.parse(readFileSync(repoFile, 'utf8')) as Monorepo;
-  const cpu = () => {
-    const c = process.cpuUsage();
-    return (c.user + c.system) / 1000;
-  };
-  let reader;
-  if (backend === 'local') reader = new (await import('../src/deliver/local/index.ts')).LocalRepo(location);
-  else if (backend === 'git-remote') {
-    const { url, cacheDir } = JSON.parse(location) as { url: string; cacheDir: string };
-    reader = new (await import('../src/deliver/git-remote/remote-repo.ts')).RemoteRepo({ url, cacheDir });
-  } else {
-    const { createGitHubBackend } = await import('../src/deliver/github/index.ts');
-    reader = createGitHubBackend({ owner: 'acme', repo: 'gitops', token: TOKEN, baseUrl: location, writeIntervalMs: 0 });
-  }
-  const url = backend === 'github' ? 'https://github.com/acme/gitops' : backend === 'local' ? location : (JSON.parse(location) as { url: string }).url;
-  let first = true;
-  for await (const line of createInterface({ input: process.stdin })) {
-    if (!line.startsWith('{')) break;
-    const failure = JSON.parse(line) as Failure;
-    const scenario = monorepoScenario({ ...repo, ...failure }, { url, mode: 'commit' });
-    const config = ConfigSchema.parse({ ...scenario.config, repo: { ...scenario.config.repo, ...(backend === 'github' ? { apiUrl: location } : {}) } });
-    const started = performance.now();
-    const cpu0 = cpu();
-    const report = await run({ config, observed: scenario.objects.map((object) => ({ object: object as never, source: 'bench' })), now: new Date(failure.now), repo: reader, dryRun: false, log: pino({ level: 'silent' }) });
-    const outcome = report.targets[0]!;
-    const result: JobResult = {
-      ms: performance.now() - started, cpuMs: cpu() - cpu0, rssMb: process.resourceUsage().maxRSS / 1024,
-      ...(first ? { startupMs } : {}), created: outcome.created === true,
-      ...(outcome.created ? {} : { error: outcome.error?.message ?? outcome.reason }),
-    };
-    first = false;
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-  }
-}
-
 /** LASTGOOD_BENCH_PROFILE=DIR: each job process writes a V8 CPU profile there (the profile behind a ratio). */
 const PROFILE_FLAGS = process.env.LASTGOOD_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LASTGOOD_BENCH_PROFILE}`] : [];
 
+/**
+ * The job as users run lastgood: bundled (esbuild, as scripts/build-cli.ts bundles the CLI), not
+ * TypeScript sources under Node's type stripping, which no user pays (~0.4 s and ~35 MB more at
+ * start). LASTGOOD_BENCH_JOB=source runs the sources instead.
+ */
+async function jobEntry(dir: string): Promise<string> {
+  if (process.env.LASTGOOD_BENCH_JOB === 'source') return JOB_SOURCE;
+  const outfile = path.join(dir, 'monorepo-job.mjs');
+  await build({ entryPoints: [JOB_SOURCE], outfile, bundle: true, platform: 'node', target: 'node20', format: 'esm', banner: { js: BANNER }, minify: true, logLevel: 'warning' });
+  // the commit message templates, where a bundle looks for them (src/revert/template.ts)
+  cpSync(path.join(path.dirname(JOB_SOURCE), '..', 'templates'), path.join(dir, 'templates'), { recursive: true });
+  return outfile;
+}
+
 /** A job process kept open across runs; its peak RSS is known when it exits. */
-function jobProcess(backend: Backend, location: string, repoFile: string, opts: { flags?: string[] } = {}) {
+function jobProcess(entry: string, backend: Backend, location: string, repoFile: string, opts: { flags?: string[] } = {}) {
   const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
   const started = performance.now();
-  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...(opts.flags ?? []), ...PROFILE_FLAGS, HERE, '--job', backend, location, repoFile], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...(opts.flags ?? []), ...PROFILE_FLAGS, entry, '--job', backend, location, repoFile], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
   return {
@@ -254,6 +207,7 @@ export default async function* () {
     process.stderr.write(`monorepo: ${shape} (${SHAPE.files} files, ${SHAPE.commits} commits)\n`);
     const repo = await cachedMonorepo(path.join(os.tmpdir(), `lastgood-bench-${shape}`), { ...SHAPE, touches });
     const root = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-mono-'));
+    const entry = await jobEntry(root);
     const repoFile = path.join(root, 'repo.json');
     writeFileSync(repoFile, JSON.stringify(repo));
     const first: Failure = { bad: repo.bad, applied: repo.applied, now: repo.now, badImage: repo.badImage };
@@ -348,7 +302,7 @@ export default async function* () {
         // cold: a new process each time
         for (let rep = 0; rep < REPS; rep++) {
           const o = await open();
-          const p = jobProcess(backend, o.location, repoFile);
+          const p = jobProcess(entry, backend, o.location, repoFile);
           const r = await p.run(first);
           const wall = performance.now() - p.started;
           const peak = await p.close();
@@ -361,7 +315,7 @@ export default async function* () {
         // warm: one process, run again after each new failure
         {
           const o = await open();
-          const p = jobProcess(backend, o.location, repoFile, { flags });
+          const p = jobProcess(entry, backend, o.location, repoFile, { flags });
           await p.run(first);
           o.traffic();
           // GitHub stamps the revert it wrote with the server's clock: the next failures come after it (else the cooldown holds them)
@@ -393,6 +347,3 @@ export default async function* () {
   }
 }
 
-if (process.argv[1] === HERE && process.argv[2] === '--job') {
-  await job(process.argv[3] as Backend, process.argv[4]!, process.argv[5]!);
-}

@@ -216,7 +216,10 @@ registerEngine({
     for (const f of graph.ignoreFiles) inputs.set(f.path, { path: f.path, digest: f.oid, role: 'config' });
     await view.prefetchBlobs(scoped.contentFiles.map((f) => f.oid));
     const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
-    const files = new Map([...graph.files].map(([p, f]) => [p, f.oid]));
+    // path → oid of every file of the graph, made when a render asks (a history walk builds many models and renders none)
+    let files: Map<string, string> | undefined;
+    let regions: string[] | undefined;
+    const graphFiles = graph.files;
     return {
       engine: 'flux',
       describe: describeFlux(k),
@@ -225,8 +228,17 @@ registerEngine({
       opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes],
       missing: graph.missing,
       builds: scoped.builds,
-      regions: [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])],
-      render: { engine: 'flux', root: graph.rootDir, files, flux: { spec: (k.spec ?? {}) as Record<string, unknown>, ...(graph.generated ? { generatedResources: graph.generated } : {}) } },
+      // made when asked (a walk of a 2,200-application graph builds many models and asks none)
+      get regions() {
+        return (regions ??= [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])]);
+      },
+      render: {
+        engine: 'flux',
+        root: graph.rootDir,
+        get files() {
+          return (files ??= new Map([...graphFiles].map(([p, f]) => [p, f.oid])));
+        },
+        flux: { spec: (k.spec ?? {}) as Record<string, unknown>, ...(graph.generated ? { generatedResources: graph.generated } : {}) } },
     };
   },
 });

@@ -126,18 +126,14 @@ export class Reads {
 }
 
 function lca(dirs: string[]): string {
-  let common: string[] | undefined;
+  // by whole segments: "a/b" and "a/bc" share "a"
+  let common: string | undefined;
   for (const d of dirs) {
-    const parts = d ? d.split('/') : [];
-    if (!common) common = parts;
-    else {
-      let i = 0;
-      while (i < common.length && i < parts.length && common[i] === parts[i]) i++;
-      common = common.slice(0, i);
-    }
-    if (common.length === 0) break;
+    if (common === undefined) common = d;
+    else while (common !== '' && d !== common && !(d.startsWith(common) && d.charCodeAt(common.length) === 47)) common = common.includes('/') ? common.slice(0, common.lastIndexOf('/')) : '';
+    if (common === '') break;
   }
-  return (common ?? []).join('/');
+  return common ?? '';
 }
 
 /** One entry of a tree, as the diff compares them. */

@@ -26,9 +26,15 @@ interface Pattern {
   /** the folder the pattern is scoped to ("" = the repository root) */
   domain: string;
   matcher: Ignore;
-  /** false only when the pattern can match neither the path nor a folder above it (a cheap test before `ignore`'s) */
-  mayMatch: (rel: string) => boolean;
+  /**
+   * When set, the pattern can match a path (or a folder above it) only through a segment equal
+   * to `text` (`name`) or ending with it (`suffix`): a cheap test before `ignore`'s, made once per
+   * folder for the folder's segments and once per file for its name.
+   */
+  segment?: { kind: 'name' | 'suffix'; text: string };
 }
+
+const segmentMatches = (p: Pattern, segment: string) => (p.segment!.kind === 'name' ? segment === p.segment!.text : segment.endsWith(p.segment!.text));
 
 /**
  * A pattern that names one path segment literally, or by a leading `*` (`.gitignore`, `*.jpg`,
@@ -38,16 +44,12 @@ interface Pattern {
 function pattern(domain: string, line: string): Pattern {
   const matcher = ignore().add(line);
   const body = line.replace(/\s+$/, '').replace(/^!/, '').replace(/^\//, '').replace(/^\*\*\//, '').replace(/\/$/, '');
-  let mayMatch: (rel: string) => boolean = () => true;
   if (body !== '' && !body.includes('/') && !/[?[\]\\\s!#]/.test(body)) {
     const star = body.indexOf('*');
-    if (star < 0) mayMatch = (rel) => rel === body || rel.startsWith(`${body}/`) || rel.endsWith(`/${body}`) || rel.includes(`/${body}/`);
-    else if (star === 0 && !body.slice(1).includes('*')) {
-      const suffix = body.slice(1);
-      mayMatch = (rel) => rel.split('/').some((segment) => segment.endsWith(suffix));
-    }
+    if (star < 0) return { domain, matcher, segment: { kind: 'name', text: body } };
+    if (star === 0 && !body.slice(1).includes('*')) return { domain, matcher, segment: { kind: 'suffix', text: body.slice(1) } };
   }
-  return { domain, matcher, mayMatch };
+  return { domain, matcher };
 }
 
 export type IgnoreRule = (file: string, isDir: boolean) => boolean;
@@ -87,12 +89,49 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
   if (specIgnore) for (const line of patternLines(specIgnore)) user.push(pattern('', line));
   const defaults = (user.length > 0 ? EXCLUDE_VCS : [...EXCLUDE_VCS, ...EXCLUDE_EXT, ...EXCLUDE_CI, ...EXCLUDE_EXTRA]).map((p) => pattern('', p));
   const patterns = [...defaults, ...user];
+  // per folder, what each pattern needs of a path in it: 0 it cannot apply (another domain), 1 it
+  // may match (a segment of the folder fits, or it has no cheap test), 2 it may match only
+  // through the path's last segment (its name); folders with the same needs share one plan
+  const SKIP = 0;
+  const LIVE = 1;
+  const BY_NAME = 2;
+  const plans = new Map<string, Uint8Array>();
+  const folderPlans = new Map<string, Uint8Array>();
+  const planOf = (folder: string): Uint8Array => {
+    let plan = folderPlans.get(folder);
+    if (plan) return plan;
+    const needs = new Uint8Array(patterns.length);
+    const segments = folder === '' ? [] : folder.split('/');
+    for (let i = 0; i < patterns.length; i++) {
+      const p = patterns[i]!;
+      if (p.domain && folder !== p.domain && !folder.startsWith(`${p.domain}/`)) needs[i] = SKIP;
+      else if (!p.segment) needs[i] = LIVE;
+      else {
+        // the folder's segments below the pattern's domain
+        const below = p.domain ? p.domain.split('/').length : 0;
+        let fits = false;
+        for (let k = below; k < segments.length && !fits; k++) fits = segmentMatches(p, segments[k]!);
+        needs[i] = fits ? LIVE : BY_NAME;
+      }
+    }
+    const key = needs.join('');
+    plan = plans.get(key);
+    if (!plan) plans.set(key, (plan = needs));
+    if (folderPlans.size > 200_000) folderPlans.clear();
+    folderPlans.set(folder, plan);
+    return plan;
+  };
   const matches = (file: string, isDir: boolean): boolean => {
     let ignored = false;
-    for (const p of patterns) {
-      if (p.domain && !file.startsWith(`${p.domain}/`)) continue;
+    const slash = file.lastIndexOf('/');
+    const plan = planOf(slash < 0 ? '' : file.slice(0, slash));
+    const name = slash < 0 ? file : file.slice(slash + 1);
+    for (let i = 0; i < patterns.length; i++) {
+      const need = plan[i];
+      if (need === SKIP) continue;
+      const p = patterns[i]!;
+      if (need === BY_NAME && !segmentMatches(p, name)) continue;
       const rel = p.domain ? file.slice(p.domain.length + 1) : file;
-      if (!p.mayMatch(rel)) continue;
       const r = p.matcher.test(isDir ? `${rel}/` : rel);
       if (r.ignored) ignored = true;
       else if (r.unignored) ignored = false;

@@ -3,6 +3,7 @@ import type { FileChange, RepoReader, TreeItem } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
 import { ABSENT, AS_FOLDER, Reads } from './reads.ts';
 import { checkEntryName } from '../repo/tree-walk.ts';
+import { Lru } from '../repo/lru.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
@@ -39,70 +40,29 @@ export interface Link {
   oid: string;
 }
 
-/**
- * A map of recently used values, at most about `limit` of them by `weigh`: two generations, the
- * current one and the one before; a value read from the older one moves up, and when the current
- * one is full the older one is dropped whole. Reads cost one or two lookups (a strict LRU's
- * delete-and-insert on every read was most of a large model walk's time).
- */
-export class Lru<K, V> {
-  private current = new Map<K, V>();
-  private older = new Map<K, V>();
-  private weight = 0;
-  private readonly limit: number;
-  private readonly weigh: (v: V) => number;
-  constructor(limit: number, weigh: (v: V) => number = () => 1) {
-    this.limit = limit;
-    this.weigh = weigh;
-  }
-  get(key: K): V | undefined {
-    const v = this.current.get(key);
-    if (v !== undefined) return v;
-    const old = this.older.get(key);
-    if (old !== undefined) {
-      this.older.delete(key);
-      this.put(key, old);
-    }
-    return old;
-  }
-  has(key: K): boolean {
-    return this.current.has(key) || this.older.has(key);
-  }
-  delete(key: K): void {
-    const v = this.current.get(key);
-    if (v !== undefined) {
-      this.weight -= this.weigh(v);
-      this.current.delete(key);
-    }
-    this.older.delete(key);
-  }
-  set(key: K, value: V): void {
-    this.delete(key);
-    this.put(key, value);
-  }
-  private put(key: K, value: V): void {
-    this.current.set(key, value);
-    this.weight += this.weigh(value);
-    if (this.weight > this.limit / 2) {
-      this.older = this.current;
-      this.current = new Map();
-      this.weight = 0;
-    }
-  }
-}
-
-/** A tree read once: its entries in git's order and by name. */
+/** A tree read once: its entries in git's order and, once asked, by name. */
 interface ReadTree {
   items: TreeItem[];
-  byName: Map<string, TreeEntry>;
+  /** built at the first lookup by name: a walk that only lists the tree (the `.sourceignore` search) never needs it */
+  byName?: Map<string, TreeEntry>;
   /** the first name git refuses (`..`, `.git`): refused whenever the tree is used, naming the folder it was reached as */
   refused?: string;
 }
 
-/** Trees kept per reader (every revision shares the unchanged ones): a 50,000-file revision has about 10,000. */
-const TREES_KEPT = 60_000;
-const BLOB_BYTES_KEPT = 32 * 1024 * 1024;
-const PARSED_KEPT = 40_000;
+/**
+ * What one reader keeps, by weight (issue 22: every cache bounded, a long-running process
+ * included). Trees by their entries, not their number: a monorepo's `apps/` of 2,200 folders is
+ * read again at every revision that changed one of them, and a count let those pile up (a
+ * history walk of 100 revisions held ~1 MB a revision). An entry held costs ~150 bytes (its name,
+ * its oid, the item and its place in the index): 160,000 of them ~24 MB, three revisions of a
+ * 50,000-file repository.
+ */
+const TREE_ENTRIES_KEPT = 160_000;
+const BLOB_BYTES_KEPT = 24 * 1024 * 1024;
+/** parsed forms by the size of the blob they came from (a parsed YAML document holds ~5 to 10 times its text) */
+const PARSED_BYTES_KEPT = 4 * 1024 * 1024;
+const PREFETCHED_KEPT = 200_000;
+/** memoised parts by count, a list by its length (a folder's remembered walk lists what it found) */
 const MEMO_KEPT = 60_000;
 
 /**
@@ -112,30 +72,33 @@ const MEMO_KEPT = 60_000;
  */
 export class ObjectCache {
   readonly reader: RepoReader;
-  private readonly trees = new Lru<string, Promise<ReadTree>>(TREES_KEPT);
+  private readonly trees = new Lru<string, Promise<ReadTree> | ReadTree>(TREE_ENTRIES_KEPT, (t) => (t instanceof Promise ? 1 : t.items.length + 1));
   private readonly blobs = new Lru<string, { bytes: Promise<Uint8Array>; size: number }>(BLOB_BYTES_KEPT, (b) => b.size + 64);
   private readonly roots = new Lru<string, Promise<string>>(20_000);
-  /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>") */
-  readonly parsed = new Lru<string, unknown>(PARSED_KEPT);
+  /** parsed forms of blobs, by a key the parser chooses (e.g. "k:<oid>"), weighed by the blob's size */
+  private readonly parsed = new Lru<string, { value: unknown; size: number }>(PARSED_BYTES_KEPT, (p) => p.size + 64);
+  /** blobs the reader was told it would read and fetched (a hint needs saying once) */
+  readonly prefetched = new Lru<string, true>(PREFETCHED_KEPT);
   /** what model builds remember across revisions (memoised parts, keyed by the tree oids they depend on) */
-  readonly memo = new Lru<string, unknown>(MEMO_KEPT);
+  readonly memo = new Lru<string, unknown>(MEMO_KEPT, (v) => (Array.isArray(v) ? v.length : 0) + 1);
 
   constructor(reader: RepoReader) {
     this.reader = reader;
   }
   /** A tree, read once; a name git itself refuses (`..`, `.git`) is bad repository input naming the folder `under`, as the tree walk says it. */
-  private read(oid: string, under = ''): Promise<ReadTree> {
+  private read(oid: string, under = ''): Promise<ReadTree> | ReadTree {
     let p = this.trees.get(oid);
     if (!p) {
-      p = readCheckedTree(this.reader, oid, under).then((items): ReadTree => {
-        // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
-        const byName = new Map<string, TreeEntry>();
-        for (const e of items) byName.set(e.path, e as TreeItem & TreeEntry);
+      const reading = readCheckedTree(this.reader, oid, under).then((items): ReadTree => {
         const refused = refusedName(items);
-        return refused === undefined ? { items, byName } : { items, byName, refused };
+        const t: ReadTree = refused === undefined ? { items } : { items, refused };
+        // once read, kept as the value: a lookup in a tree already read needs no await (nowIndex)
+        if (this.trees.get(oid) === reading) this.trees.set(oid, t);
+        return t;
       });
-      this.trees.set(oid, p);
-      p.catch(() => this.trees.delete(oid));
+      this.trees.set(oid, reading);
+      reading.catch(() => this.trees.delete(oid));
+      p = reading;
     }
     return p;
   }
@@ -145,7 +108,17 @@ export class ObjectCache {
   }
   /** A tree's entries by name (shared: never change the map); refused names as `tree` says. */
   async index(oid: string, under = ''): Promise<Map<string, TreeEntry>> {
-    return (await this.checked(oid, under)).byName;
+    return byNameOf(await this.checked(oid, under));
+  }
+  /**
+   * A tree's entries by name when the tree was read already, else undefined: a path walk over
+   * trees it has read costs no await per folder (a large graph resolves 100,000 paths).
+   */
+  nowIndex(oid: string, under = ''): Map<string, TreeEntry> | undefined {
+    const t = this.trees.get(oid);
+    if (t === undefined || t instanceof Promise) return undefined;
+    if (t.refused !== undefined) checkEntryName(t.refused, under);
+    return byNameOf(t);
   }
   private async checked(oid: string, under: string): Promise<ReadTree> {
     const t = await this.read(oid, under);
@@ -169,9 +142,10 @@ export class ObjectCache {
   /** Parses a blob once per key (while it is kept). */
   async parse<T>(key: string, oid: string, parse: (bytes: Uint8Array) => T): Promise<T> {
     const known = this.parsed.get(key);
-    if (known !== undefined) return known as T;
-    const value = parse(await this.blob(oid));
-    this.parsed.set(key, value);
+    if (known !== undefined) return known.value as T;
+    const bytes = await this.blob(oid);
+    const value = parse(bytes);
+    this.parsed.set(key, { value, size: bytes.byteLength });
     return value;
   }
 }
@@ -188,9 +162,23 @@ async function readCheckedTree(reader: RepoReader, oid: string, under: string): 
   return entries;
 }
 
+/** A tree's entries by name, indexed at the first lookup. */
+function byNameOf(t: ReadTree): Map<string, TreeEntry> {
+  if (t.byName) return t.byName;
+  // a tree item is an entry (type, mode, oid) with its name: indexed as it is, not copied
+  const byName = new Map<string, TreeEntry>();
+  for (const e of t.items) byName.set(e.path, e as TreeItem & TreeEntry);
+  t.byName = byName;
+  return byName;
+}
+
+const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
 /** The first entry name git refuses (checkEntryName), if any. */
 function refusedName(items: TreeItem[]): string | undefined {
   for (const e of items) {
+    // most names are plain (not starting with a dot, no "/" or NUL): none of those is refused
+    if (PLAIN_NAME.test(e.path)) continue;
     try {
       checkEntryName(e.path, '');
     } catch {
@@ -206,6 +194,30 @@ interface OverlayFile {
   content?: Uint8Array;
 }
 
+/** The way from the root to a folder: its tree, or where it stops being a folder (that entry as read). */
+type Way = { oid: string } | { oid: undefined; failed: string; value: string };
+/** what a lookup without an await answers when a tree on the way is not read yet */
+const NOT_READ = Symbol('not read');
+
+/** True when `a` comes strictly before `b` in git's tree order (by UTF-16 units here: a name beyond ASCII may say false, never wrongly true). */
+function gitOrdered(a: TreeItem, b: TreeItem): boolean {
+  const x = a.path;
+  const y = b.path;
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i++) {
+    const cx = x.charCodeAt(i);
+    const cy = y.charCodeAt(i);
+    if (cx !== cy) return cx < cy;
+  }
+  // one name starts the other: a folder's name goes on with "/"
+  const nx = x.length > n ? x.charCodeAt(n) : a.type === 'tree' ? 47 : -1;
+  const ny = y.length > n ? y.charCodeAt(n) : b.type === 'tree' ? 47 : -1;
+  return nx < ny;
+}
+
+/** What a search below a folder without the name finds (shared: most folders have none). */
+const NOTHING_FOUND: Array<{ path: string; oid: string }> = [];
+
 const entryText = (e: TreeEntry | undefined) => (e ? `${e.mode} ${e.oid}` : ABSENT);
 
 export class TreeView {
@@ -215,7 +227,9 @@ export class TreeView {
   private readonly written = new Map<string, OverlayFile>();
   private readonly deleted = new Set<string>();
   private readonly listings = new Map<string, Promise<Map<string, TreeEntry>>>();
-  private readonly ways = new Map<string, Promise<{ oid: string } | { oid: undefined; failed: string; value: string }>>();
+  private readonly ways = new Map<string, Promise<Way>>();
+  /** the ways known without an await (every tree on them read already) */
+  private readonly waysNow = new Map<string, Way>();
   /** what this view was asked, in the order of the builds nested in it (the innermost records) */
   private readonly sinks: Reads[] = [new Reads()];
 
@@ -292,6 +306,8 @@ export class TreeView {
       const prefix = d ? `${d}/` : '';
       for (const p of [...this.written.keys(), ...this.deleted]) if (p === d || p.startsWith(prefix)) return undefined;
     }
+    const known = this.wayNow(d);
+    if (known) return known.oid;
     let oid = this.root;
     let at = '';
     for (const part of d ? d.split('/') : []) {
@@ -337,9 +353,15 @@ export class TreeView {
     if (oid !== undefined) await reader.prefetchTrees([oid]);
   }
 
-  /** Tells the reader these blobs are read next (nothing for a reader that reads locally). */
+  /** Tells the reader these blobs are read next (nothing for a reader that reads locally, nor for blobs it was told of before). */
   async prefetchBlobs(oids: string[]): Promise<void> {
-    if (this.prefetches && oids.length > 0) await this.cache.reader.prefetch!(oids);
+    if (!this.prefetches || oids.length === 0) return;
+    // the reader has what it fetched (objects never change): each build of a walk names the same few thousand kustomizations again
+    const told = this.cache.prefetched;
+    const fresh = oids.filter((o) => !told.has(o));
+    if (fresh.length === 0) return;
+    await this.cache.reader.prefetch!(fresh);
+    for (const o of fresh) told.set(o, true);
   }
 
   async prefetch(dir: string, kind: string, wanted: (name: string) => boolean): Promise<void> {
@@ -401,14 +423,44 @@ export class TreeView {
    * tree. A way that fails records where it failed (a path found below it reads the rest).
    */
   private async baseTreeOid(dir: string): Promise<string | undefined> {
-    let way = this.ways.get(dir);
-    if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
-    const w = await way;
+    let w = this.wayNow(dir);
+    if (!w) {
+      let way = this.ways.get(dir);
+      if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
+      w = await way;
+    }
     if ('failed' in w) this.record().entry(w.failed, w.value);
     return w.oid;
   }
 
-  private async walkWay(dir: string): Promise<{ oid: string } | { oid: undefined; failed: string; value: string }> {
+  /**
+   * The way to the base tree at `dir` when every tree on it was read already, else undefined:
+   * the same answer as walkWay without an await per folder (a large graph resolves 100,000 paths
+   * through the same few thousand folders).
+   */
+  private wayNow(dir: string): Way | undefined {
+    const known = this.waysNow.get(dir);
+    if (known) return known;
+    let w: Way;
+    if (dir === '') w = { oid: this.root };
+    else {
+      const slash = dir.lastIndexOf('/');
+      const parent = slash < 0 ? '' : dir.slice(0, slash);
+      const up = this.wayNow(parent);
+      if (!up) return undefined;
+      if (up.oid === undefined) w = up;
+      else {
+        const entries = this.cache.nowIndex(up.oid, parent);
+        if (!entries) return undefined;
+        const e = entries.get(dir.slice(slash + 1));
+        w = !e || e.type !== 'tree' ? { oid: undefined, failed: dir, value: entryText(e) } : { oid: e.oid };
+      }
+    }
+    this.waysNow.set(dir, w);
+    return w;
+  }
+
+  private async walkWay(dir: string): Promise<Way> {
     let oid = this.root;
     let at = '';
     for (const part of dir ? dir.split('/') : []) {
@@ -425,11 +477,29 @@ export class TreeView {
    * listing). A folder on the way to a deeper path is not recorded: what is read below it is.
    */
   private async child(dir: string, name: string, onTheWay = false, asFolder = false): Promise<TreeEntry | undefined> {
+    const now = this.childNow(dir, name, onTheWay, asFolder);
+    if (now !== NOT_READ) return now;
     let e: TreeEntry | undefined;
     if (this.changed) e = (await this.listUncachedShared(dir)).get(name);
     else {
       const base = await this.baseTreeOid(dir);
       e = base ? (await this.cache.index(base, dir)).get(name) : undefined;
+    }
+    if (!(onTheWay && e?.type === 'tree')) this.record().entry(dir ? `${dir}/${name}` : name, asFolder && e?.type === 'tree' ? AS_FOLDER : entryText(e));
+    return e;
+  }
+
+  /** `child` without an await where the trees on the way were read already (recording the same), else NOT_READ (nothing recorded). */
+  private childNow(dir: string, name: string, onTheWay: boolean, asFolder: boolean): TreeEntry | undefined | typeof NOT_READ {
+    if (this.changed) return NOT_READ;
+    const w = this.wayNow(dir);
+    if (!w) return NOT_READ;
+    let e: TreeEntry | undefined;
+    if (w.oid === undefined) this.record().entry(w.failed, w.value);
+    else {
+      const entries = this.cache.nowIndex(w.oid, dir);
+      if (!entries) return NOT_READ;
+      e = entries.get(name);
     }
     if (!(onTheWay && e?.type === 'tree')) this.record().entry(dir ? `${dir}/${name}` : name, asFolder && e?.type === 'tree' ? AS_FOLDER : entryText(e));
     return e;
@@ -449,11 +519,13 @@ export class TreeView {
     // the parent must be a real folder all the way up (a symlinked folder on the way is not one)
     let dir = '';
     for (let i = 0; i < parts.length - 1; i++) {
-      const e = await this.child(dir, parts[i]!, true);
+      const now = this.childNow(dir, parts[i]!, true, false);
+      const e = now === NOT_READ ? await this.child(dir, parts[i]!, true) : now;
       if (!e || e.type !== 'tree') return undefined;
       dir = dir ? `${dir}/${parts[i]}` : parts[i]!;
     }
-    return this.child(dir, parts[parts.length - 1]!);
+    const now = this.childNow(dir, parts[parts.length - 1]!, false, false);
+    return now === NOT_READ ? this.child(dir, parts[parts.length - 1]!) : now;
   }
 
   /**
@@ -469,13 +541,32 @@ export class TreeView {
       const key = `named|${name}|${oid}`;
       const known = this.cache.memo.get(key) as Array<{ path: string; oid: string }> | undefined;
       if (known) return known;
-      const entries = [...(await this.cache.index(oid, at))].sort(([a], [b]) => (a < b ? -1 : 1));
-      const out: Array<{ path: string; oid: string }> = [];
-      const own = entries.find(([n, e]) => n === name && e.type === 'blob' && e.mode !== SYMLINK);
-      if (own) out.push({ path: name, oid: own[1].oid });
-      for (const [n, e] of entries) {
-        if (e.type !== 'tree' || n === '.git') continue;
-        for (const f of await below(e.oid, at ? `${at}/${n}` : n)) out.push({ path: `${n}/${f.path}`, oid: f.oid });
+      // the tree's items in git's order, not its index by name: most folders of a large spec.path
+      // are listed only here, and a Map per folder was most of this walk's memory
+      const items = await this.cache.tree(oid, at);
+      let own: TreeItem | undefined;
+      let folders: Array<{ name: string; found: Array<{ path: string; oid: string }> }> | undefined;
+      // in git's order (a folder sorted as if its name ended with "/"), a name appears at most as
+      // a file and then a folder, and by name the last counts (the folder), as in the tree's
+      // index; anything else (a crafted tree) is read through the index, one entry a name
+      let ordered = true;
+      for (let i = 0; i < items.length; i++) {
+        if (i > 0 && !gitOrdered(items[i - 1]!, items[i]!)) ordered = false;
+        if (items[i]!.path === name) own = items[i];
+      }
+      const entries = ordered ? items : [...(await this.cache.index(oid, at))].map(([n, e]): TreeItem => ({ ...e, path: n }));
+      if (!ordered) own = entries.find((e) => e.path === name);
+      for (const e of entries) {
+        if (e.type !== 'tree' || e.path === '.git') continue;
+        const found = await below(e.oid, at ? `${at}/${e.path}` : e.path);
+        if (found.length > 0) (folders ??= []).push({ name: e.path, found });
+      }
+      const hasOwn = own !== undefined && own.type === 'blob' && own.mode !== SYMLINK;
+      let out = NOTHING_FOUND;
+      if (hasOwn || folders) {
+        out = hasOwn ? [{ path: name, oid: own!.oid }] : [];
+        // folders in name order (git orders a folder as if its name ended with "/")
+        for (const { name: n, found } of (folders ?? []).sort((a, b) => (a.name < b.name ? -1 : 1))) for (const f of found) out.push({ path: `${n}/${f.path}`, oid: f.oid });
       }
       this.cache.memo.set(key, out);
       return out;
@@ -522,12 +613,14 @@ export class TreeView {
    * getPotentiallyValidManifestFile) and refuse one that leaves it.
    */
   async resolve(p: string, symlinks: 'drop' | 'follow', depth = 0, via: Link[] = []): Promise<Resolved> {
-    const parts = clean(p).split('/').filter(Boolean);
+    const c = clean(p);
+    const parts = c === '' ? [] : c.split('/');
     let current = '';
     for (let i = 0; i < parts.length; i++) {
       const next = current ? `${current}/${parts[i]}` : parts[i]!;
       // a folder is told as a folder (its oid is not shown): only that it is one is read
-      const e = await this.child(current, parts[i]!, i < parts.length - 1, true);
+      const now = this.childNow(current, parts[i]!, i < parts.length - 1, true);
+      const e = now === NOT_READ ? await this.child(current, parts[i]!, i < parts.length - 1, true) : now;
       if (!e) return { kind: 'absent' };
       if (e.mode === SYMLINK) {
         if (symlinks === 'drop') return { kind: 'dropped', link: next };
@@ -554,6 +647,7 @@ export class TreeView {
 
 /** "./a//b/" → "a/b"; the root is "". */
 export function clean(p: string): string {
+  if (isClean(p)) return p;
   const n = path.normalize(p || '.').replace(/\/+$/, '');
   return n === '.' ? '' : n.replace(/^\.\//, '');
 }
@@ -561,9 +655,28 @@ export function clean(p: string): string {
 /** `rel` joined to `dir`, normalised; undefined when it leaves the repository. */
 export function joinInside(dir: string, rel: string): string | undefined {
   if (rel.startsWith('/')) return undefined;
+  if ((dir === '' || isClean(dir)) && isClean(rel)) return dir ? `${dir}/${rel}` : rel;
   const n = path.normalize(path.join(dir || '.', rel));
   if (n === '..' || n.startsWith('../')) return undefined;
   return n === '.' ? '' : n.replace(/\/+$/, '');
+}
+
+/**
+ * True when `p` is already as `clean` makes it (most paths a graph names: `deployment.yaml`,
+ * `apps/x/base`): relative, no empty, `.` or `..` segment, no "/" at either end. Such a path
+ * normalises to itself, which a walk of 100,000 paths need not compute.
+ */
+function isClean(p: string): boolean {
+  const n = p.length;
+  if (n === 0 || p.charCodeAt(0) === 47 || p.charCodeAt(n - 1) === 47) return false;
+  for (let start = 0, i = 0; i <= n; i++) {
+    if (i < n && p.charCodeAt(i) !== 47) continue;
+    const len = i - start;
+    if (len === 0) return false;
+    if (p.charCodeAt(start) === 46 && (len === 1 || (len === 2 && p.charCodeAt(start + 1) === 46))) return false;
+    start = i + 1;
+  }
+  return true;
 }
 
 /** True when `file` is `dir` or lies below it ("" is the root). */

@@ -3,6 +3,7 @@ import type { Octokit } from '@octokit/rest';
 import { InputError, RemoteError } from '../../errors.ts';
 import type { CommitInfo, FileEntry, TreeItem } from '../../repo/types.ts';
 import { collectByWalking } from '../../repo/tree-walk.ts';
+import { Lru } from '../../repo/lru.ts';
 import { fromGitTimestamp, octalMode, SYMLINK_MODE, type GitHubGraphQL } from './graphql.ts';
 
 /**
@@ -54,6 +55,17 @@ const PREFETCH_BATCH = 400;
  */
 const LIST_WHOLE_WHEN_MISSING = 8;
 
+/**
+ * What the read caches hold at most (issue 22): commits by count, trees by their entries, blobs
+ * by bytes, path states by count (a fill sets up to FILL_COMMITS of them a path: a generation
+ * holds several fills). What falls out is read again when asked.
+ */
+const COMMITS_KEPT = 50_000;
+/** the recursive listing of a large spec.path is one answer (the monorepo's: 33,000 entries): a generation holds several */
+const TREE_ENTRIES_KEPT = 300_000;
+const BLOB_BYTES_KEPT = 24 * 1024 * 1024;
+const STATES_KEPT = 200_000;
+const PENDING_BLOBS_KEPT = 20_000;
 const COMMIT_FIELDS = 'oid message tree { oid } parents(first: 10) { totalCount nodes { oid } } author { name email date } committer { name email date }';
 const BLOB_FIELDS = 'oid byteSize isBinary isTruncated text';
 const ENTRY = 'name mode oid type';
@@ -131,11 +143,13 @@ const prefixesOf = (path: string) => path.split('/').map((_, i, parts) => parts.
 
 export class GitHubReads {
   private readonly opts: ReadsOptions;
-  readonly commits = new Map<string, CommitInfo>();
-  readonly trees = new Map<string, TreeItem[]>();
-  private readonly blobs = new Map<string, Uint8Array>();
+  // bounded by what they hold (issue 22): a controller reads the same repository for weeks;
+  // what falls out is read again when asked
+  readonly commits = new Lru<string, CommitInfo>(COMMITS_KEPT);
+  readonly trees = new Lru<string, TreeItem[]>(TREE_ENTRIES_KEPT, (t) => t.length + 1);
+  private readonly blobs = new Lru<string, Uint8Array>(BLOB_BYTES_KEPT, (b) => b.byteLength + 64);
   /** `${commit}\0${path}` → the path's state there */
-  private readonly states = new Map<string, PathState>();
+  private readonly states = new Lru<string, PathState>(STATES_KEPT);
   /** paths asked so far: a fill reads them all */
   private readonly asked = new Set<string>();
   /** blob oids seen in folder listings, not read yet */
@@ -443,7 +457,7 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
   /** Other versions of the folder at `path` in cached commits, newest first. */
   private siblingFolders(path: string, except: string): string[] {
     const out: string[] = [];
-    for (const [key, st] of this.states) {
+    for (const [key, st] of this.states.entries()) {
       if (out.length >= SIBLING_FOLDERS) break;
       if (!key.endsWith(`\0${path}`) || st.kind !== 'entry' || st.type !== 'tree' || st.oid === except || this.trees.has(st.oid) || out.includes(st.oid)) continue;
       out.push(st.oid);
@@ -591,6 +605,8 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
       }
     }
     this.pendingBlobs.add(b.oid);
+    // a hint of what to read next, not a record: the oldest hints go first
+    if (this.pendingBlobs.size > PENDING_BLOBS_KEPT) this.pendingBlobs.delete(this.pendingBlobs.values().next().value!);
   }
 
   /** The bytes of a blob that is already read (no request). */

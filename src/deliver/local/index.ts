@@ -11,6 +11,7 @@ import { openLocalNotes } from './notes.ts';
 import { lastgoodTarget } from '../../history/trailers.ts';
 import { compareAndSwapRef, LockFile, pauseForTest, readHeadBranch, readRef, replaceFile, type ReflogEntry } from './refs.ts';
 import { checkEntryName, entryAt, filesUnder, joinPath } from '../../repo/tree-walk.ts';
+import { Lru } from '../../repo/lru.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileChange, FileEntry, RepoBackend, TreeItem } from '../../repo/types.ts';
 import { MissingObjectError, ObjectStore, parseCommit, parseTree, serializeCommit, serializeTree, writeLooseObject } from './object-store.ts';
 
@@ -40,23 +41,13 @@ export function findLayout(repoPath: string): Layout {
 
 const SYMLINK = '120000';
 const TREE = '040000';
-/** Parsed trees and commits kept per repository: enough for a revert's walks, bounded for a large one. */
-const TREES_KEPT = 5_000;
+/**
+ * Parsed trees and commits kept per repository: enough for a revert's walks, bounded by what they
+ * hold (a tree by its entries: a monorepo's 2,200-folder `apps/` read at every revision of a walk
+ * is ~0.3 MB each; issue 22).
+ */
+const TREE_ENTRIES_KEPT = 100_000;
 const COMMITS_KEPT = 50_000;
-
-/** A Map that forgets its oldest entries past `limit`. */
-class BoundedMap<K, V> extends Map<K, V> {
-  private readonly limit: number;
-  constructor(limit: number) {
-    super();
-    this.limit = limit;
-  }
-  override set(key: K, value: V): this {
-    super.set(key, value);
-    if (this.size > this.limit) this.delete(this.keys().next().value as K);
-    return this;
-  }
-}
 
 function notA(want: string, oid: string, is: string): never {
   throw new InputError(`${oid} is a ${is}, not a ${want}`);
@@ -80,8 +71,8 @@ export class LocalRepo implements RepoBackend {
   /** the object database, read directly */
   readonly objects: ObjectStore;
   /** commits and trees are immutable: the recently parsed ones are kept (a bounded number) */
-  private readonly trees = new BoundedMap<string, TreeItem[]>(TREES_KEPT);
-  private readonly commits = new BoundedMap<string, CommitInfo>(COMMITS_KEPT);
+  private readonly trees = new Lru<string, TreeItem[]>(TREE_ENTRIES_KEPT, (t) => t.length + 1);
+  private readonly commits = new Lru<string, CommitInfo>(COMMITS_KEPT);
   /** branch heads whose working copy was found consistent (see refuseHalfUpdatedWorkingCopy) */
   private readonly consistentHeads = new Set<string>();
 
