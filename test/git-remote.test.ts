@@ -7,6 +7,7 @@ import { lastgood } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
+import { RACE_RUNS } from './support/races.ts';
 import { RENDER } from './support/render-off.ts';
 
 /**
@@ -206,11 +207,11 @@ test('pull-request mode: when main moved, a second run moves the review branch t
   t.deepEqual(push.pushCommands, [`${before} ${after} refs/heads/${branch}`], 'moved from the value it read, never forced');
 });
 
-test('20 concurrent runs against the same failure make exactly one revert commit (half of them sharing one cacheDir)', async (t) => {
+test(`${RACE_RUNS} concurrent runs against the same failure make exactly one revert commit (half of them sharing one cacheDir)`, async (t) => {
   const cache = tempDir('lastgood-remote-shared-');
   const f = await fixture(t);
   const shared = { ...f, config: writeFile(f.dir, 'shared.yaml', readFileSync(f.config, 'utf8').replace('  insecure: true\n', `  insecure: true\n  cacheDir: ${cache}\n`)) };
-  const results = await Promise.all(Array.from({ length: 20 }, (_, i) => run(i % 2 ? shared : f)));
+  const results = await Promise.all(Array.from({ length: RACE_RUNS }, (_, i) => run(i % 2 ? shared : f)));
   for (const r of results) t.is(r.code, 0, r.stderr + r.stdout);
   const log = git(f.bare, 'log', '--format=%H %s', `${f.bad}..main`).split('\n').filter(Boolean);
   t.is(log.length, 1, log.join('\n'));

@@ -4,12 +4,13 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
 import { git } from './support/git.ts';
+import { RACE_ROUNDS, RACE_RUNS } from './support/races.ts';
 import { failedSnapshot, foreignCommit, KUSTOMIZATION, kustomizationFile, revertsOf, run, runPaused, scenario, type Scenario } from './support/revert-scenario.ts';
 
 /**
  * Issue 15, class 1: no lost update on a branch. Real git, real lastgood processes: a foreign
  * writer in the gap between plan and write, git holding the ref lock, a lock nobody releases, and
- * twenty concurrent runs per round against one bare repository and one working copy.
+ * RACE_RUNS concurrent runs per round against one bare repository and one working copy.
  */
 
 const isAncestor = (repo: string, a: string, b: string) => {
@@ -122,8 +123,8 @@ test('pull-request mode, concurrent runs: the review branch is created once, eve
   t.is(git(s.repo, 'fsck', '--no-progress', '--no-dangling'), '');
 });
 
-const ROUNDS = Number(process.env.LASTGOOD_RACE_ROUNDS ?? 2);
-const RUNS = 20;
+const ROUNDS = RACE_ROUNDS;
+const RUNS = RACE_RUNS;
 
 /** A new bad release on main (the image tag moves), made the way a person or a bot would. */
 async function badRelease(s: Scenario, n: number): Promise<string> {
