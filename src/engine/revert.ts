@@ -121,7 +121,11 @@ export async function revertInto(outcome: TargetOutcome, opts: RevertOptions): P
         if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
         return;
       }
-      if ('skipped' in rendered) outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+      if ('skipped' in rendered) {
+        outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+        // the request says why there is no rendered diff: a kustomize may well exist and the build fail
+        outcome.checked = { summary: outcome.checked!.summary, notRendered: rendered.skipped.replace(/^the render check was not possible: /, '') };
+      }
       else {
         outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
         if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];

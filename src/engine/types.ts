@@ -39,8 +39,8 @@ export interface TargetOutcome {
   error?: { code: ExitCode; message: string };
   /** dry run, or a plan the blast-radius guard refused: the change that would be written */
   diff?: string;
-  /** how the plan was checked against what the engine builds (src/verify): one line, and the rendered diff where a renderer ran */
-  checked?: { summary: string; rendered?: { summary: string; text: string; markdown: string } };
+  /** how the plan was checked against what the engine builds (src/verify): one line, and the rendered diff where a renderer ran, else why none did */
+  checked?: { summary: string; rendered?: { summary: string; text: string; markdown: string }; notRendered?: string };
   diffStat?: string;
   message?: string;
 }

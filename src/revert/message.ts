@@ -19,7 +19,7 @@ export interface MessageInput {
   reason?: string;
   now: Date;
   /** how the plan was checked against what the engine builds, and the rendered diff where a renderer ran */
-  checked?: { summary: string; rendered?: { summary: string; markdown: string } };
+  checked?: { summary: string; rendered?: { summary: string; markdown: string }; notRendered?: string };
 }
 
 const short = (sha: string) => sha.slice(0, 12);
@@ -127,7 +127,7 @@ export function pullRequestText(input: PullRequestInput): { title: string; body:
     verified: located.verified ? '**verified**: observed healthy by lastgood' : `**unverified**: ${lkgPhrase(located).replace(/^unverified: /, '')}`,
     explanation: cell(located.explanation),
     checked: input.checked
-      ? `\n### What changes in the cluster\n\n${cell(input.checked.summary)}.${input.checked.rendered ? `\n\n${input.checked.rendered.markdown}` : '\n\n_No kustomize was available to render the change; the model of what the engine reads checked it._'}\n`
+      ? `\n### What changes in the cluster\n\n${cell(input.checked.summary)}.${input.checked.rendered ? `\n\n${input.checked.rendered.markdown}` : `\n\n_Not rendered (${cell(input.checked.notRendered ?? 'no kustomize was available')}); the model of what the engine reads checked it._`}\n`
       : '',
     diffStat: '```\n' + input.diffStat + '\n```',
     frozen: [noteLines.length ? `### Notes\n\n${noteLines.join('\n')}` : '', frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : ''].filter(Boolean).join('\n\n'),
