@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
  *
  * Node's compile cache, shared by the workers and the CLIs they spawn (NODE_COMPILE_CACHE is
  * inherited; bin/lastgood.js enables it too): a module is compiled once per machine, not once per
- * worker and per spawned CLI.
+ * worker and per spawned CLI. ava.config.js sets it for the workers from their first module on;
+ * it is set here again for a worker started another way.
  */
 
 // ava starts workers with --enable-source-maps, which makes Node read and parse the source map of
