@@ -11,7 +11,7 @@ import { forgeScenario, P, TARGET, values } from './support/forge-scenario.ts';
 import { closeModelRequest, mergeModelRequest } from './support/forge-emulator.ts';
 import { HOSTS } from './support/hosts-under-test.ts';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
-import { git, makeRepo, tempDir, writeFile } from './support/git.ts';
+import { addAndCommit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
@@ -39,9 +39,7 @@ const configMap = (name: string, version: string) => `apiVersion: v1\nkind: Conf
 /** A commit at a given time, by a given person (native git). */
 function commitAt(repo: string, when: string, files: Record<string, string>, message: string, who = { name: 'Dev', email: 'dev@example.com' }): string {
   for (const [file, content] of Object.entries(files)) writeFile(repo, file, content);
-  git(repo, 'add', '-A');
-  execFileSync('git', ['commit', '-q', '-m', message], { cwd: repo, env: gitEnv(when, who) });
-  return git(repo, 'rev-parse', 'HEAD');
+  return addAndCommit(repo, ['-q', '-m', message], gitEnv(when, who));
 }
 
 function gitEnv(when: string, who = { name: 'Dev', email: 'dev@example.com' }): NodeJS.ProcessEnv {

@@ -12,7 +12,7 @@ import { planRevert } from '../src/revert/threeway.ts';
 import { verifyPlan } from '../src/verify/model-check.ts';
 import { renderCheck } from '../src/verify/render-check.ts';
 import { detectRenderer } from '../src/verify/render.ts';
-import { git, makeRepo, tempDir } from './support/git.ts';
+import { addAndCommit, git, makeRepo, tempDir } from './support/git.ts';
 import { evidenceOf } from './support/history.ts';
 import { kustomization } from './support/objects.ts';
 
@@ -121,9 +121,7 @@ let clock = Date.parse('2026-11-02T10:00:00Z') / 1000;
 function commitAll(dir: string, message: string): string {
   clock += 60;
   const env = { ...process.env, GIT_AUTHOR_DATE: `${clock} +0000`, GIT_COMMITTER_DATE: `${clock} +0000`, GIT_AUTHOR_NAME: 'Dev', GIT_AUTHOR_EMAIL: 'd@x', GIT_COMMITTER_NAME: 'Dev', GIT_COMMITTER_EMAIL: 'd@x' };
-  execFileSync('git', ['add', '-A'], { cwd: dir, env });
-  execFileSync('git', ['commit', '-q', '--allow-empty', '-m', message], { cwd: dir, env });
-  return git(dir, 'rev-parse', 'HEAD');
+  return addAndCommit(dir, ['-q', '--allow-empty', '-m', message], env);
 }
 
 /** The objects Flux builds for clusters/prod, rendered from a plain checkout (independent of lastgood's renderer). */

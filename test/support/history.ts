@@ -10,7 +10,7 @@ import { locate, revertInput, type Located } from '../../src/history/locate.ts';
 import { planRevert } from '../../src/revert/threeway.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import type { KubeObject } from '../../src/observe/types.ts';
-import { git, makeRepo, tempDir } from './git.ts';
+import { addAndCommit, git, makeRepo, tempDir } from './git.ts';
 import { startGitHubEmulator } from './github-emulator.ts';
 import { startGitHttpServer } from './git-http-server.ts';
 import { RemoteRepo } from '../../src/deliver/git-remote/remote-repo.ts';
@@ -38,9 +38,7 @@ export class History {
         writeFileSync(full, content);
       }
     }
-    this.git('add', '-A');
-    execFileSync('git', ['commit', '-q', '--allow-empty', '-m', message], { cwd: this.dir, env: gitEnv() });
-    return this.rev('HEAD');
+    return addAndCommit(this.dir, ['-q', '--allow-empty', '-m', message], gitEnv());
   }
   git(...args: string[]): string {
     return git(this.dir, ...args);
@@ -61,8 +59,7 @@ export class History {
       execFileSync('git', ['merge', '-q', '--no-ff', '--no-edit', '-m', message, other], { cwd: this.dir, env: gitEnv(), stdio: 'pipe' });
     } catch {
       for (const [file, content] of Object.entries(resolved)) writeFileSync(path.join(this.dir, file), content);
-      this.git('add', '-A');
-      execFileSync('git', ['commit', '-q', '--no-edit'], { cwd: this.dir, env: gitEnv() });
+      addAndCommit(this.dir, ['-q', '--no-edit'], gitEnv());
     }
     return this.rev('HEAD');
   }
