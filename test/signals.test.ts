@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +38,20 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Whether any process of process group `pgid` is still running (the hook runs in a group of its own). */
+function groupAlive(pgid: number): boolean {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const fields = readFileSync(`/proc/${name}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+      if (fields[0] !== 'Z' && Number(fields[2]) === pgid) return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
+}
+
 function childrenOf(pid: number): number[] {
   try {
     return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map((l) => Number(l.trim())).filter(Boolean);
@@ -72,6 +86,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.deepEqual(childrenOf(launcher.pid!).filter((pid) => pid !== Number(readFileSync(hookPid, 'utf8'))), [], 'lastgood runs in one process (no launcher re-executing Node)');
     const cli = [launcher.pid!];
     const group = Number(readFileSync(hookPid, 'utf8'));
+    t.true(groupAlive(group), 'the hook leads a process group of its own');
 
     launcher.kill(signal);
     const { code, signal: by } = await exited;
@@ -79,8 +94,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     t.true(by === signal || code === 128 + number, `${code} ${by}`);
     t.true(await waitFor(() => !alive(cli[0]!), 30_000), 'the child that would write the revert is gone');
     t.true(await waitFor(() => !alive(group), 30_000), 'the hook is gone');
-
-    await sleep(4000); // past the moment the hook would have finished and the revert been written
+    // nothing is left that could still write: no process of the hook's group (its `sleep`, a
+    // `touch` to come), and lastgood's own process is gone (above); no sleep needed to see it
+    t.true(await waitFor(() => !groupAlive(group), 30_000), 'no process of the hook\'s group is left');
     t.false(existsSync(hookDone), 'the hook did not run to its end');
     t.is(git(repo, 'rev-parse', 'main'), bad, 'no revert was written');
     t.is(git(repo, 'status', '--porcelain'), '');
