@@ -11,6 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { ALIAS } from './build-cli.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -33,6 +34,7 @@ export async function buildAction(outDir: string): Promise<string> {
     target: 'node24',
     format: 'esm',
     banner: { js: BANNER },
+    alias: ALIAS,
     legalComments: 'none',
     charset: 'utf8',
     sourcemap: false,
