@@ -38,6 +38,13 @@ export const SECRET_ENV = [
   'LASTGOOD_WEBHOOK_URL', 'LASTGOOD_SLACK_WEBHOOK_URL', 'ACTIONS_RUNTIME_TOKEN', 'ACTIONS_ID_TOKEN_REQUEST_TOKEN',
 ];
 
+/**
+ * Words that make a name look secret: an environment variable's name (withheld from a command
+ * hook, decide/hook.ts) or a git configuration key (`http.extraHeader`, `credential.helper`). One
+ * list for both, so that a name is judged alike wherever it comes from.
+ */
+export const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|KEY|WEBHOOK|CREDENTIAL|EXTRAHEADER/i;
+
 /** Whether `value` is (or contains) a registered secret. */
 export function containsSecret(value: string): boolean {
   for (const v of secrets) if (value.includes(v)) return true;

@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { redact, registerSecret } from '../errors.ts';
-import { containsSecret, SECRET_ENV } from '../scrub.ts';
+import { containsSecret, SECRET_ENV, SECRET_NAME } from '../scrub.ts';
 import type { Decision, HookPlan, Verdict } from './types.ts';
 
 export interface HookResult {
@@ -56,12 +56,9 @@ export async function runHook(hook: Pick<HookPlan, 'spec' | 'timeoutMs'>, payloa
   return { ...result, detail: redact(result.detail), ms: Date.now() - started };
 }
 
-/** Names that look secret: withheld from a command hook unless the config lists them in `env.inherit`. */
-const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|KEY|WEBHOOK|CREDENTIAL/i;
-
 /**
  * The environment of a command hook: lastgood's own, minus its tokens and webhook URLs
- * (SECRET_ENV), every variable whose name looks secret, and every variable holding a registered
+ * (SECRET_ENV), every variable whose name looks secret (SECRET_NAME), and every variable holding a registered
  * secret; `inherit` names those to pass through anyway.
  */
 export function hookEnvironment(env: NodeJS.ProcessEnv, inherit: string[]): NodeJS.ProcessEnv {
@@ -96,7 +93,7 @@ function gitConfigEnvironment(env: NodeJS.ProcessEnv, allowed: Set<string>): Nod
     if (key === undefined || value === undefined) return {};
     group[`GIT_CONFIG_KEY_${i}`] = key;
     group[`GIT_CONFIG_VALUE_${i}`] = value;
-    if (/extraheader|credential|token|password|secret/i.test(key) || containsSecret(value) || containsSecret(key)) secret = true;
+    if (SECRET_NAME.test(key) || containsSecret(value) || containsSecret(key)) secret = true;
   }
   if (secret && !Object.keys(group).every((name) => allowed.has(name))) return {};
   return group;
