@@ -1,18 +1,24 @@
 /**
- * Where a snapshot's objects are, found by looking at its lines, not by parsing it: the documents
- * of a YAML stream (split at `---` lines) and, in a document shaped as kubectl prints a `List`
- * (`items:` at the left margin, then one `- ` entry per object at one indentation), each item's
- * byte range. observe/snapshot.ts parses each piece on its own, so that a 100,000-object List is
- * never one parsed tree; it checks each piece's parse and falls back to parsing the whole file
- * wherever a piece does not parse alone, which is where this split and the YAML grammar could
- * disagree (a `---` or `- ` line inside a quoted or flow scalar leaves that piece unterminated).
+ * Where a snapshot's objects are, found by looking at its lines as they stream in, not by parsing
+ * it: the documents of a YAML stream (split at `---` lines) and, in a document shaped as kubectl
+ * prints a `List` (`items:` at the left margin, then one `- ` entry per object at one
+ * indentation), each item. observe/snapshot.ts parses each piece on its own as soon as it is
+ * complete, so that neither a 100,000-object List's text nor its parsed tree is ever held whole.
+ * It checks each piece's parse and falls back to parsing the whole file wherever a piece does not
+ * parse alone, which is where this split and the YAML grammar could disagree (a `---` or `- `
+ * line inside a quoted or flow scalar leaves that piece unterminated).
  *
  * Why a `---` line at the left margin always ends a document in js-yaml (lib/loader.js,
  * `testDocumentSeparator`): a plain or quoted scalar stops there (a quoted one with an error), and
  * a block scalar's content is indented (it ends at a line at column 0, `readBlockScalar`).
  *
- * Pure: bytes in, ranges out. `undefined`: a stream this split does not read (YAML directives,
- * `...` document ends, lone CR line breaks, Go template placeholders): the whole parse reads it.
+ * A UTF-8 byte order mark stays in the first piece, whose parse drops it as the whole parse does.
+ *
+ * Pure: bytes in, ranges and their bytes out. `NotSplit` is thrown for a stream this split does
+ * not read (YAML directives, `...` document ends, lone CR line breaks, an entry line out of
+ * kubectl's shape after items were given out): the whole parse reads it. (Go template
+ * placeholders need no rule here: the whole parse reads them as words only where it fails, and
+ * then a piece fails too, which sends the file to the whole parse.)
  */
 
 /** A byte range [start, end) of the snapshot. */
@@ -21,23 +27,23 @@ export interface Range {
   end: number;
 }
 
-/** One document of the stream; `list` where it has kubectl's List shape. */
-export interface DocumentSpan extends Range {
-  list?: ListSpan;
-}
-
 /**
- * A List document as kubectl prints it: the lines before `items:` (head), each item's lines, and
- * the lines after the items (tail: `kind: List`, `metadata:`). Head and tail together are the
+ * What the splitter finds, in stream order. `bytes` is valid only during the call. A List's
+ * head (the lines before `items:`) comes when its first item starts, its tail (the lines after
+ * the items: `kind: List`, `metadata:`) when the document ends; head and tail together are the
  * List without its items.
  */
-export interface ListSpan {
-  head: Range;
-  /** where each item starts (its `- ` line); an item ends where the next starts, the last at `itemsEnd` */
-  itemStarts: number[];
-  itemsEnd: number;
-  tail: Range;
+export interface SplitEvents {
+  /** a document read whole (not a List in kubectl's shape) */
+  document(range: Range, bytes: Buffer): void;
+  listHead(range: Range, bytes: Buffer): void;
+  /** one `- ` entry of the List, with the lines up to the next one */
+  item(range: Range, bytes: Buffer): void;
+  listTail(range: Range, bytes: Buffer): void;
 }
+
+/** The stream has a shape this split does not read: parse it whole. */
+export class NotSplit extends Error {}
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -47,113 +53,144 @@ const DASH = 0x2d;
 const DOT = 0x2e;
 const HASH = 0x23;
 const PERCENT = 0x25;
-const BOM = [0xef, 0xbb, 0xbf];
 
-const isBlankOrEnd = (c: number | undefined) => c === undefined || c === SPACE || c === TAB || c === CR || c === LF;
+type State = 'head' | 'first' | 'items' | 'tail' | 'whole';
 
-/** The byte offset of the stream's first character (after a UTF-8 byte order mark, which js-yaml drops). */
-export function streamStart(buf: Uint8Array): number {
-  return buf[0] === BOM[0] && buf[1] === BOM[1] && buf[2] === BOM[2] ? 3 : 0;
-}
+/** Splits the bytes pushed into it; `end()` after the last chunk. */
+export class StreamSplitter {
+  readonly #events: SplitEvents;
+  /** the bytes not yet given out, from absolute offset #base */
+  #window: Buffer = Buffer.alloc(0);
+  #base = 0;
+  /** absolute offset of the next line to read */
+  #next = 0;
+  // the current document
+  #docStart = 0;
+  #state: State = 'head';
+  #itemsLine = -1;
+  #indent = -1;
+  #itemStart = -1;
+  #itemsEnd = -1;
 
-export function splitStream(buf: Uint8Array): DocumentSpan[] | undefined {
-  if (hasGoPlaceholder(buf) || hasLoneCr(buf)) return undefined;
-  const docs: DocumentSpan[] = [];
-  let doc = new DocumentScanner(streamStart(buf));
-  let pos = streamStart(buf);
-  while (pos < buf.length) {
-    let end = buf.indexOf(LF, pos);
-    const next = end < 0 ? buf.length : end + 1;
-    if (end < 0) end = buf.length;
-    const content = end > pos && buf[end - 1] === CR ? end - 1 : end;
-    const c0 = buf[pos];
-    if (c0 === PERCENT) return undefined;
-    if ((c0 === DASH || c0 === DOT) && buf[pos + 1] === c0 && buf[pos + 2] === c0 && isBlankOrEnd(pos + 3 < content ? buf[pos + 3] : undefined)) {
-      if (c0 === DOT) return undefined;
-      docs.push(doc.finish(pos));
-      doc = new DocumentScanner(pos);
-    } else {
-      doc.line(buf, pos, content);
+  constructor(events: SplitEvents) {
+    this.#events = events;
+  }
+
+  push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    const keep = this.#keepFrom();
+    const kept = this.#window.subarray(keep - this.#base);
+    const scanFrom = Math.max(0, kept.length - 1);
+    this.#window = kept.length ? Buffer.concat([kept, chunk]) : chunk;
+    this.#base = keep;
+    this.#refuseUnread(scanFrom);
+    this.#lines(false);
+  }
+
+  end(): void {
+    const w = this.#window;
+    if (w.length > 0 && w[w.length - 1] === CR) throw new NotSplit('a lone CR line break');
+    this.#lines(true);
+    this.#finishDocument(this.#base + w.length);
+  }
+
+  /** Lone CRs, in bytes not checked before (`from`, window-relative). */
+  #refuseUnread(from: number): void {
+    const w = this.#window;
+    // a CR not before an LF is a line break to js-yaml (`readLineBreak`), not to this scan; a CR ending the window is checked with the next chunk
+    for (let i = w.indexOf(CR, from); i >= 0 && i < w.length - 1; i = w.indexOf(CR, i + 1)) if (w[i + 1] !== LF) throw new NotSplit('a lone CR line break');
+  }
+
+  /** Reads every complete line (and the last one at the end). */
+  #lines(atEnd: boolean): void {
+    const w = this.#window;
+    while (this.#next < this.#base + w.length) {
+      const pos = this.#next - this.#base;
+      let lf = w.indexOf(LF, pos);
+      if (lf < 0) {
+        if (!atEnd) return;
+        lf = w.length;
+      }
+      const end = lf > pos && w[lf - 1] === CR ? lf - 1 : lf;
+      this.#line(w, pos, end);
+      this.#next = this.#base + Math.min(lf + 1, w.length);
     }
-    pos = next;
-  }
-  docs.push(doc.finish(buf.length));
-  return docs;
-}
-
-/** `{{ .x }}` (Go templates in upstream test data): the whole parse reads placeholders as words. */
-function hasGoPlaceholder(buf: Uint8Array): boolean {
-  return Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).indexOf('{{') >= 0;
-}
-
-/** A CR not followed by LF is a line break to js-yaml (`readLineBreak`), not to this scan. */
-function hasLoneCr(buf: Uint8Array): boolean {
-  for (let i = buf.indexOf(CR); i >= 0; i = buf.indexOf(CR, i + 1)) if (buf[i + 1] !== LF) return true;
-  return false;
-}
-
-/** The lines of one document, looking for `items:` and its entries. */
-class DocumentScanner {
-  private state: 'head' | 'first' | 'items' | 'tail' | 'other' = 'head';
-  private itemsLine = -1;
-  private indent = -1;
-  private readonly itemStarts: number[] = [];
-  private itemsEnd = -1;
-  private readonly start: number;
-
-  constructor(start: number) {
-    this.start = start;
   }
 
-  line(buf: Uint8Array, pos: number, end: number): void {
-    switch (this.state) {
+  /** Where the bytes still needed start: the open piece, or the line not read yet. */
+  #keepFrom(): number {
+    const open = this.#state === 'items' ? this.#itemStart : this.#state === 'tail' ? this.#itemsEnd : this.#docStart;
+    return Math.min(open, this.#next);
+  }
+
+  #slice(start: number, end: number): Buffer {
+    return this.#window.subarray(start - this.#base, end - this.#base);
+  }
+
+  /** One line, [pos, end) in the window, without its line break. */
+  #line(w: Buffer, pos: number, end: number): void {
+    const at = this.#base + pos;
+    const c0 = w[pos];
+    if (c0 === PERCENT) throw new NotSplit('YAML directives');
+    if ((c0 === DASH || c0 === DOT) && w[pos + 1] === c0 && w[pos + 2] === c0 && (pos + 3 === end || w[pos + 3] === SPACE || w[pos + 3] === TAB)) {
+      if (c0 === DOT) throw new NotSplit('a document end marker');
+      this.#finishDocument(at);
+      this.#docStart = at;
+      this.#state = 'head';
+      return;
+    }
+    switch (this.#state) {
       case 'head':
-        if (isItemsKey(buf, pos, end)) {
-          this.itemsLine = pos;
-          this.state = 'first';
+        if (isItemsKey(w, pos, end)) {
+          this.#itemsLine = at;
+          this.#state = 'first';
         }
         return;
       case 'first': {
-        if (isBlankOrComment(buf, pos, end)) return;
-        const indent = indentOf(buf, pos, end);
-        if (isEntry(buf, pos + indent, end)) {
-          this.indent = indent;
-          this.itemStarts.push(pos);
-          this.state = 'items';
-        } else {
-          this.state = 'other';
+        if (isBlankOrComment(w, pos, end)) return;
+        const indent = indentOf(w, pos, end);
+        if (!isEntry(w, pos + indent, end)) {
+          this.#state = 'whole';
+          return;
         }
+        this.#events.listHead({ start: this.#docStart, end: this.#itemsLine }, this.#slice(this.#docStart, this.#itemsLine));
+        this.#indent = indent;
+        this.#itemStart = at;
+        this.#state = 'items';
         return;
       }
       case 'items': {
-        if (isBlankOrComment(buf, pos, end)) return;
-        const indent = indentOf(buf, pos, end);
-        if (indent > this.indent) return;
-        if (indent === this.indent && isEntry(buf, pos + indent, end)) {
-          this.itemStarts.push(pos);
+        if (isBlankOrComment(w, pos, end)) return;
+        const indent = indentOf(w, pos, end);
+        if (indent > this.#indent) return;
+        if (indent === this.#indent && isEntry(w, pos + indent, end)) {
+          this.#events.item({ start: this.#itemStart, end: at }, this.#slice(this.#itemStart, at));
+          this.#itemStart = at;
           return;
         }
-        if (indent === 0) {
-          this.itemsEnd = pos;
-          this.state = 'tail';
-          return;
-        }
-        // an entry's line less indented than the entries, not at the margin: not kubectl's shape
-        this.state = 'other';
+        // a line less indented than the entries and not at the margin: not kubectl's shape
+        if (indent !== 0) throw new NotSplit('a List entry out of shape');
+        this.#events.item({ start: this.#itemStart, end: at }, this.#slice(this.#itemStart, at));
+        this.#itemsEnd = at;
+        this.#state = 'tail';
         return;
       }
       default:
     }
   }
 
-  finish(end: number): DocumentSpan {
-    if (this.state !== 'items' && this.state !== 'tail') return { start: this.start, end };
-    const itemsEnd = this.state === 'tail' ? this.itemsEnd : end;
-    return {
-      start: this.start,
-      end,
-      list: { head: { start: this.start, end: this.itemsLine }, itemStarts: this.itemStarts, itemsEnd, tail: { start: itemsEnd, end } },
-    };
+  #finishDocument(end: number): void {
+    switch (this.#state) {
+      case 'items':
+        this.#events.item({ start: this.#itemStart, end }, this.#slice(this.#itemStart, end));
+        this.#events.listTail({ start: end, end }, this.#slice(end, end));
+        return;
+      case 'tail':
+        this.#events.listTail({ start: this.#itemsEnd, end }, this.#slice(this.#itemsEnd, end));
+        return;
+      default:
+        this.#events.document({ start: this.#docStart, end }, this.#slice(this.#docStart, end));
+    }
   }
 }
 
