@@ -54,6 +54,9 @@ const DOT = 0x2e;
 const HASH = 0x23;
 const PERCENT = 0x25;
 
+/** Pieces larger than this are not gathered: the whole parse reads the file, as it did before streaming (and without copying a growing window). */
+const MAX_PIECE_BYTES = 16 << 20;
+
 type State = 'head' | 'first' | 'items' | 'tail' | 'whole';
 
 /** Splits the bytes pushed into it; `end()` after the last chunk. */
@@ -72,8 +75,12 @@ export class StreamSplitter {
   #itemStart = -1;
   #itemsEnd = -1;
 
-  constructor(events: SplitEvents) {
+  readonly #maxPieceBytes: number;
+
+  /** `maxPieceBytes`: a larger piece (a big document that is no kubectl List, a JSON List) is left to the whole parse, not gathered here */
+  constructor(events: SplitEvents, opts: { maxPieceBytes?: number } = {}) {
     this.#events = events;
+    this.#maxPieceBytes = opts.maxPieceBytes ?? MAX_PIECE_BYTES;
   }
 
   push(chunk: Buffer): void {
@@ -117,10 +124,14 @@ export class StreamSplitter {
     }
   }
 
+  /** Where the open piece starts: the item, the List's tail, or the document. */
+  #openFrom(): number {
+    return this.#state === 'items' ? this.#itemStart : this.#state === 'tail' ? this.#itemsEnd : this.#docStart;
+  }
+
   /** Where the bytes still needed start: the open piece, or the line not read yet. */
   #keepFrom(): number {
-    const open = this.#state === 'items' ? this.#itemStart : this.#state === 'tail' ? this.#itemsEnd : this.#docStart;
-    return Math.min(open, this.#next);
+    return Math.min(this.#openFrom(), this.#next);
   }
 
   #slice(start: number, end: number): Buffer {
@@ -130,6 +141,7 @@ export class StreamSplitter {
   /** One line, [pos, end) in the window, without its line break. */
   #line(w: Buffer, pos: number, end: number): void {
     const at = this.#base + pos;
+    if (at - this.#openFrom() > this.#maxPieceBytes) throw new NotSplit('a piece too large to gather');
     const c0 = w[pos];
     if (c0 === PERCENT) throw new NotSplit('YAML directives');
     if ((c0 === DASH || c0 === DOT) && w[pos + 1] === c0 && w[pos + 2] === c0 && (pos + 3 === end || w[pos + 3] === SPACE || w[pos + 3] === TAB)) {

@@ -70,11 +70,11 @@ export function readSnapshotBytes(bytes: Buffer, source: string, opts: { eager?:
 }
 
 /** One file's objects, streamed (see readSnapshots); `eager` as for readSnapshotBytes. */
-export async function readSnapshotFile(file: string, opts: { eager?: boolean; chunkBytes?: number } = {}): Promise<Observed[]> {
+export async function readSnapshotFile(file: string, opts: { eager?: boolean; chunkBytes?: number; maxPieceBytes?: number } = {}): Promise<Observed[]> {
   if (!opts.eager) {
     let objects: Observed[] | undefined;
     try {
-      objects = await streamFile(file, opts.chunkBytes ?? CHUNK_BYTES);
+      objects = await streamFile(file, opts.chunkBytes ?? CHUNK_BYTES, opts.maxPieceBytes);
     } catch {
       // as in readSnapshotBytes (a file that cannot be read says so below)
     }
@@ -91,9 +91,9 @@ export async function readSnapshotFile(file: string, opts: { eager?: boolean; ch
 
 const CHUNK_BYTES = 1 << 20;
 
-async function streamFile(file: string, chunkBytes: number): Promise<Observed[]> {
+async function streamFile(file: string, chunkBytes: number, maxPieceBytes: number | undefined): Promise<Observed[]> {
   const reader = new SplitReader(file, (range) => readRange(file, range));
-  const splitter = new StreamSplitter(reader);
+  const splitter = new StreamSplitter(reader, maxPieceBytes === undefined ? {} : { maxPieceBytes });
   const handle = await open(file, 'r');
   try {
     for (;;) {
