@@ -110,7 +110,8 @@ program
   .action(async (files: string[], o: { now?: string }) => {
     const now = await parseNow(o.now);
     const { assess } = await import('./health/index.ts');
-    for (const { object } of await readSnapshots(files.length ? files : ['-'])) {
+    // every object is printed: parsed at once, not when read (observe/snapshot.ts)
+    for (const { object } of await readSnapshots(files.length ? files : ['-'], { eager: true })) {
       const h = assess(object, now);
       const line: Record<string, unknown> = {
         apiVersion: object.apiVersion, kind: object.kind, namespace: object.metadata.namespace ?? null, name: object.metadata.name,

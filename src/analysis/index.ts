@@ -10,7 +10,7 @@
  * Read-only: nothing here pauses, scales or writes to a workload.
  */
 import { RemoteError } from '../errors.ts';
-import { groupKind, type KubeObject, type Observed } from '../observe/types.ts';
+import { groupKind, keyOf as observedKey, type KubeObject, type Observed } from '../observe/types.ts';
 import type { Config, ResolvedTarget } from '../config/schema.ts';
 import type { Evidence } from '../decide/types.ts';
 import { parseDuration } from '../config/duration.ts';
@@ -60,12 +60,15 @@ function keyOf(ref: ObjectRefLike): string {
   return `${groupKind(ref.apiVersion, ref.kind)}|${ref.namespace ?? ''}|${ref.name}`;
 }
 
-/** The observed objects by key, built once per observation (many targets' sessions share one list). */
-const indexes = new WeakMap<Observed[], Map<string, KubeObject>>();
-function indexOf(observed: Observed[]): Map<string, KubeObject> {
+/**
+ * The observed objects by key, built once per observation (many targets' sessions share one list);
+ * by identity: a snapshot's objects are parsed only when found (observe/snapshot.ts).
+ */
+const indexes = new WeakMap<Observed[], Map<string, Observed>>();
+function indexOf(observed: Observed[]): Map<string, Observed> {
   let index = indexes.get(observed);
   if (!index) {
-    index = new Map(observed.map((o) => [keyOf({ apiVersion: o.object.apiVersion, kind: o.object.kind, namespace: o.object.metadata.namespace, name: o.object.metadata.name }), o.object]));
+    index = new Map(observed.map((o) => [observedKey(o), o]));
     indexes.set(observed, index);
   }
   return index;
@@ -94,7 +97,7 @@ export function createAnalysisSession(target: ResolvedTarget, ctx: AnalysisConte
     async update(observed, now) {
       const index = indexOf(observed);
       const lookup: Lookup = async (ref) => {
-        const seen = index.get(keyOf(ref));
+        const seen = index.get(keyOf(ref))?.object;
         if (seen) return seen;
         if (!ctx.read) return undefined;
         const key = keyOf(ref);
@@ -108,7 +111,7 @@ export function createAnalysisSession(target: ResolvedTarget, ctx: AnalysisConte
         return p;
       };
       const workload = analysis.workload;
-      const object = index.get(keyOf(workload));
+      const object = index.get(keyOf(workload))?.object;
       if (!object) {
         last = { evidence: [rolloutEvidence(workload, 'missing', `${workload.kind} ${workload.namespace ? `${workload.namespace}/` : ''}${workload.name} was not observed: no rollout to analyse`)], queries: 0 };
         return last;

@@ -1,5 +1,5 @@
 import { assess } from '../health/index.ts';
-import { groupKind, type KubeObject, type Observed } from '../observe/types.ts';
+import { groupKind, keyOf, objectKey, type KubeObject, type Observed } from '../observe/types.ts';
 import type { ObjectRef } from '../health/types.ts';
 import type { ResolvedTarget } from '../config/schema.ts';
 import { formatDuration } from '../config/duration.ts';
@@ -14,8 +14,9 @@ type Resource = ResolvedTarget['resources'][number];
  * names only other targets' objects is marked `foreign`: it is not this target's failure.
  */
 export function evidenceFor(target: Pick<ResolvedTarget, 'resources'>, observed: Observed[], now: Date, others: Resource[][] = []): Evidence[] {
+  // by identity: a snapshot's objects are parsed only when found (observe/snapshot.ts)
   const index = new Map<string, Observed>();
-  for (const o of observed) index.set(objectKey(groupKind(o.object.apiVersion, o.object.kind), o.object.metadata.namespace, o.object.metadata.name), o);
+  for (const o of observed) index.set(keyOf(o), o);
   const evidence = target.resources.map((r): Evidence => {
     const gk = groupKind(r.apiVersion, r.kind);
     const found = index.get(objectKey(gk, r.namespace, r.name));
@@ -115,10 +116,6 @@ export function toEvidence(object: KubeObject, source: string, now: Date): Evide
 
 /** On any watched object of a target, this annotation stops lastgood from writing for the target; its value is the reason. */
 export const HOLD_ANNOTATION = 'lastgood.dev/hold';
-
-function objectKey(gk: string, namespace: string | undefined, name: string): string {
-  return `${gk}|${namespace ?? ''}|${name}`;
-}
 
 /**
  * The target's verdict from its objects' health. Any failed object fails the target (class

@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import jsYaml from 'js-yaml';
 import { parseImageRef } from '../history/image-ref.ts';
-import type { KubeObject } from '../observe/types.ts';
+import { findObserved, type KubeObject, type Observed } from '../observe/types.ts';
 import { readChart } from './chart.ts';
 import { imageTexts } from './flux.ts';
 import { nodesOf, walkGraph, type GraphFile, type KNode, type WalkRules } from './kustomize.ts';
@@ -186,8 +186,8 @@ interface SourceCtx {
 }
 
 /** argocd-cm `kustomize.buildOptions`, when the ConfigMap was observed (a flag such as `--load-restrictor LoadRestrictionsNone`). */
-function kustomizeBuildOptions(observed: KubeObject[]): string[] {
-  const cm = observed.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'argocd-cm');
+function kustomizeBuildOptions(observed: readonly Observed[]): string[] {
+  const cm = findObserved(observed, (o) => o.kind === 'ConfigMap' && o.name === 'argocd-cm');
   const raw = (cm as unknown as { data?: unknown } | undefined)?.data;
   const data: Rec = isRec(raw) ? raw : {};
   return typeof data['kustomize.buildOptions'] === 'string' ? data['kustomize.buildOptions'].split(/\s+/).filter(Boolean) : [];

@@ -1,6 +1,6 @@
 import { parseImageRef } from '../history/image-ref.ts';
-import type { KubeObject } from '../observe/types.ts';
-import { groupKind } from '../observe/types.ts';
+import type { KubeObject, Observed } from '../observe/types.ts';
+import { findObserved, groupKind } from '../observe/types.ts';
 import { KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
 import { scopeGraph, settersOf } from './scope.ts';
@@ -209,7 +209,7 @@ registerEngine({
   unusable: (k) => (k.spec && typeof k.spec === 'object' && 'sourceRef' in k.spec ? undefined : `${describeRef(k)} has no spec here (an event carries only its status)`),
   async build(view, k, scope, observed) {
     const ref = k.spec?.sourceRef ?? {};
-    const repo = observed.find((o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.metadata.name === ref.name && (o.metadata.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));
+    const repo = findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === ref.name && (o.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));
     const graph = await fluxGraph(view, k, repo);
     const scoped = await scopeGraph(view, graph.root, scope);
     const inputs = new Map<string, ModelInput>(scoped.inputs.map((i) => [i.path, i]));

@@ -1,8 +1,8 @@
 import path from 'node:path/posix';
 import jsYaml from 'js-yaml';
 import { parseImageRef } from '../history/image-ref.ts';
-import type { KubeObject } from '../observe/types.ts';
-import { groupKind } from '../observe/types.ts';
+import type { KubeObject, Observed } from '../observe/types.ts';
+import { findObserved, groupKind } from '../observe/types.ts';
 import { readChart } from './chart.ts';
 import { fluxGraph, imageTexts } from './flux.ts';
 import { KUSTOMIZATION_FILES, loadAllSafe, parseKustomization, type Graph } from './kustomize.ts';
@@ -152,7 +152,7 @@ registerRefiner({
 const releaseMatches = (s: string, release: string, name: string) => s === release || s === name || s.endsWith(`/${name}`);
 
 /** The chart: its pin, or the chart folder kept in git with its reconcile strategy. */
-async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string, own: { where: string; inRepo: boolean }, r: Refined, layers: ValuesLayer[], scope: TargetScope, observed: KubeObject[], candidates: () => Promise<Map<string, string>>): Promise<void> {
+async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string, own: { where: string; inRepo: boolean }, r: Refined, layers: ValuesLayer[], scope: TargetScope, observed: readonly Observed[], candidates: () => Promise<Map<string, string>>): Promise<void> {
   const name = describeRef(hr);
   const chartSpec: Rec = isRec(spec.chart) && isRec(spec.chart.spec) ? spec.chart.spec : {};
   const sourceRef: Rec = isRec(chartSpec.sourceRef) ? chartSpec.sourceRef : {};
@@ -181,10 +181,10 @@ async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string,
   }
   // a chart from a GitRepository: which one? Where both it and the applying Kustomization's are observed and differ, another repository
   const refNs = str(sourceRef.namespace) ?? hr.metadata.namespace ?? '';
-  const gitRepo = observed.find((o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.metadata.name === sourceRef.name && (o.metadata.namespace ?? '') === refNs);
+  const gitRepo = findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === sourceRef.name && (o.namespace ?? '') === refNs);
   const ours = (scope.engines ?? []).filter((o) => groupKind(o.apiVersion, o.kind) === FLUX_KUSTOMIZATION).map((k) => {
     const ref: Rec = isRec(k.spec?.sourceRef) ? k.spec.sourceRef : {};
-    return observed.find((o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.metadata.name === ref.name && (o.metadata.namespace ?? '') === (str(ref.namespace) ?? k.metadata.namespace ?? ''));
+    return findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === ref.name && (o.namespace ?? '') === (str(ref.namespace) ?? k.metadata.namespace ?? ''));
   }).find(Boolean);
   if (gitRepo && ours && gitRepo !== ours && String(gitRepo.spec?.url ?? '') !== String(ours.spec?.url ?? '')) {
     r.opaque.push(`${name} takes its chart from GitRepository ${refNs}/${String(sourceRef.name)} (${String(gitRepo.spec?.url ?? '?')}), another repository than the one its Kustomization reads`);
@@ -286,12 +286,12 @@ async function values(view: TreeView, hr: KubeObject, spec: Rec, release: string
 }
 
 /** Files that may make a ConfigMap or Secret: the graphs of the target's engine objects, and the model's own inputs. */
-async function candidateFiles(view: TreeView, base: TargetModel, scope: TargetScope, observed: KubeObject[]): Promise<Map<string, string>> {
+async function candidateFiles(view: TreeView, base: TargetModel, scope: TargetScope, observed: readonly Observed[]): Promise<Map<string, string>> {
   const files = new Map<string, string>(base.render?.files ?? []);
   for (const k of scope.engines ?? []) {
     if (groupKind(k.apiVersion, k.kind) !== FLUX_KUSTOMIZATION) continue;
     const ref: Rec = isRec(k.spec?.sourceRef) ? k.spec.sourceRef : {};
-    const repo = observed.find((o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.metadata.name === ref.name && (o.metadata.namespace ?? '') === (str(ref.namespace) ?? k.metadata.namespace ?? ''));
+    const repo = findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === ref.name && (o.namespace ?? '') === (str(ref.namespace) ?? k.metadata.namespace ?? ''));
     const graph: Graph = await fluxGraph(view, k, repo);
     for (const [p, f] of graph.files) if (!files.has(p)) files.set(p, f.oid);
   }

@@ -1,6 +1,6 @@
 import type { ResolvedTarget } from '../config/schema.ts';
 import type { KubeObject, Observed } from '../observe/types.ts';
-import { groupKind } from '../observe/types.ts';
+import { findObserved, groupKind } from '../observe/types.ts';
 import type { FileChange, RepoReader } from '../repo/types.ts';
 import './flux.ts';
 import './argocd.ts';
@@ -98,8 +98,9 @@ const ENGINE_KINDS = new Set(['kustomize.toolkit.fluxcd.io/Kustomization', 'argo
 /** A cached modeler for one target. */
 export function modelTarget(input: ModelerInput): TargetModeler {
   const cache = input.cache ?? cacheOf(input.reader);
-  const objects = input.observed.map((o) => o.object);
-  const listed = input.target.resources.map((r) => objects.find((o) => o.kind === r.kind && o.metadata.name === r.name && (o.metadata.namespace ?? '') === (r.namespace ?? '') && groupKind(o.apiVersion, o.kind) === groupKind(r.apiVersion, r.kind)));
+  // found by identity: a snapshot's objects are parsed only when found (observe/snapshot.ts)
+  const objects = input.observed;
+  const listed = input.target.resources.map((r) => findObserved(objects, (o) => o.kind === r.kind && o.name === r.name && (o.namespace ?? '') === (r.namespace ?? '') && groupKind(o.apiVersion, o.kind) === groupKind(r.apiVersion, r.kind)));
   const scope: TargetScope = {
     paths: input.target.paths,
     objects: input.target.resources.filter((r) => !ENGINE_KINDS.has(groupKind(r.apiVersion, r.kind))).map((r) => ({ kind: r.kind, name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) })),

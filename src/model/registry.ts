@@ -1,4 +1,4 @@
-import type { KubeObject } from '../observe/types.ts';
+import type { KubeObject, Observed } from '../observe/types.ts';
 import type { TargetScope } from './scope.ts';
 import type { TreeView } from './tree.ts';
 import type { EngineKind, TargetModel } from './types.ts';
@@ -17,8 +17,8 @@ export interface EngineModeler {
   describe(object: KubeObject): string;
   /** undefined when the object tells what is needed; else why not (an event-made object has no spec) */
   unusable(object: KubeObject): string | undefined;
-  /** the model at one revision; `observed` gives related objects (the GitRepository, a HelmRelease's Kustomization) */
-  build(view: TreeView, object: KubeObject, scope: TargetScope, observed: KubeObject[]): Promise<TargetModel>;
+  /** the model at one revision; `observed` gives related objects (the GitRepository, a HelmRelease's Kustomization): find them with `findObserved` */
+  build(view: TreeView, object: KubeObject, scope: TargetScope, observed: readonly Observed[]): Promise<TargetModel>;
 }
 
 /**
@@ -29,7 +29,7 @@ export interface EngineRefiner {
   kind: string;
   describe(object: KubeObject): string;
   unusable(object: KubeObject): string | undefined;
-  refine(view: TreeView, object: KubeObject, base: TargetModel, scope: TargetScope, observed: KubeObject[]): Promise<TargetModel>;
+  refine(view: TreeView, object: KubeObject, base: TargetModel, scope: TargetScope, observed: readonly Observed[]): Promise<TargetModel>;
 }
 
 export const modelers = new Map<string, EngineModeler>();

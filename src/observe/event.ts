@@ -27,7 +27,7 @@ import { argoCdObject, ArgoCdApplicationPayload, ArgoCdNotification, describeArg
 import { describeFlaggerEvent, FlaggerEvent, flaggerObject, isFlaggerEvent } from './event-flagger.ts';
 import { describeFluxEvent, FluxEvent, fluxObject, isFluxEvent } from './event-flux.ts';
 import { checkStatusTimes, futureTimeError, parseTime, TIME_FORMAT_HINT } from './times.ts';
-import { groupKind, type KubeObject, type Observed } from './types.ts';
+import { groupKind, keyOf, type KubeObject, type Observed } from './types.ts';
 
 export type EventSender = 'flux' | 'argocd' | 'flagger' | 'alertmanager';
 
@@ -232,9 +232,9 @@ function matchAlerts(event: ParsedEvent, config: Config, source: string): EventM
  * what it does not show. The cluster's copy wins: it is the current state, the event a moment ago.
  */
 export function withEventObjects(cluster: Observed[], event: Observed[]): Observed[] {
-  const key = (o: KubeObject) => `${groupKind(o.apiVersion, o.kind)}|${o.metadata.namespace ?? ''}|${o.metadata.name}`;
-  const known = new Set(cluster.map((o) => key(o.object)));
-  return [...cluster, ...event.filter((o) => !known.has(key(o.object)))];
+  if (event.length === 0) return cluster;
+  const known = new Set(cluster.map(keyOf));
+  return [...cluster, ...event.filter((o) => !known.has(keyOf(o)))];
 }
 
 /**

@@ -1,10 +1,12 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import jsYaml from 'js-yaml';
 import { InputError } from '../errors.ts';
-import { scrubDeep } from '../scrub.ts';
+import { scrubDeep, scrubText } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
-import type { KubeObject, Observed } from './types.ts';
+import { StreamSplitter, type Range, type SplitEvents } from './snapshot-split.ts';
+import type { KubeObject, ObjectId, Observed } from './types.ts';
 
 /**
  * observe/snapshot: objects from files, folders and stdin ("-"), as `kubectl get -o yaml|json`
@@ -14,25 +16,116 @@ import type { KubeObject, Observed } from './types.ts';
  * Outside text stops here: every string of every object is scrubbed of secrets and bounded
  * (src/scrub.ts), and every status time must parse (a time ahead of the clock is the engine's to
  * refuse, for every door alike: observe/times.ts clockRefusal). No objects at all is bad input: an empty snapshot would make every resource NotFound.
+ *
+ * A large snapshot is never held whole (issue 22: 100,000 objects took 535 MB): a file streams
+ * through observe/snapshot-split.ts, each document, and each item of a List in kubectl's shape,
+ * is parsed on its own as soon as its lines are in, checked as above, and dropped; what is kept is
+ * its identity and where its bytes are (the file and offsets; stdin's bytes, which cannot be read
+ * again), and `object` reads and parses it again when the engine reads it (the engine reads a
+ * target's few objects). Where any piece does not parse on its own, the whole file is parsed at
+ * once as before: its errors, with the line in the whole file, and its objects are exactly those
+ * of that parse.
  */
-export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream } = {}): Promise<Observed[]> {
+export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.ReadableStream; eager?: boolean } = {}): Promise<Observed[]> {
   const out: Observed[] = [];
   const files: string[] = [];
+  const add = (objects: Observed[]) => {
+    for (const o of objects) out.push(o);
+  };
   for (const p of paths) {
     if (p === '-') {
       files.push('stdin');
-      out.push(...parseSnapshot(await readStream(opts.stdin ?? process.stdin), '-'));
+      add(readSnapshotBytes(await readStream(opts.stdin ?? process.stdin), '-', opts));
       continue;
     }
     const expanded = await expand(p);
     files.push(...(expanded.length ? expanded : [`${p} (no .yaml, .yml or .json files)`]));
-    for (const file of expanded) out.push(...parseSnapshot(await readFile(file, 'utf8'), file));
+    for (const file of expanded) add(await readSnapshotFile(file, opts));
   }
   if (out.length === 0 && paths.length > 0) {
     const one = paths.length === 1 && paths[0] !== '-' && files.length <= 1;
     throw new InputError(`no Kubernetes objects in ${one ? 'the snapshot' : files.join(', ')}: nothing to judge (an empty snapshot would make every resource NotFound)`, one ? { file: paths[0]! } : {});
   }
   return out;
+}
+
+/**
+ * One snapshot's objects from its bytes (stdin's, or a test's); `source` names it in errors.
+ * `eager`: every object parsed and kept (`lastgood health`, which prints them all) instead of
+ * parsed when read.
+ */
+export function readSnapshotBytes(bytes: Buffer, source: string, opts: { eager?: boolean } = {}): Observed[] {
+  if (!opts.eager) {
+    try {
+      const reader = new SplitReader(source, (range) => bytes.toString('utf8', range.start, range.end));
+      const splitter = new StreamSplitter(reader);
+      splitter.push(bytes);
+      splitter.end();
+      return reader.done();
+    } catch {
+      // a piece that does not parse alone: the whole parse below says why, or reads it
+    }
+  }
+  return parseSnapshot(bytes.toString('utf8'), source);
+}
+
+/** One file's objects, streamed (see readSnapshots); `eager` as for readSnapshotBytes. */
+export async function readSnapshotFile(file: string, opts: { eager?: boolean; chunkBytes?: number; maxPieceBytes?: number } = {}): Promise<Observed[]> {
+  if (!opts.eager) {
+    let objects: Observed[] | undefined;
+    try {
+      objects = await streamFile(file, opts.chunkBytes ?? CHUNK_BYTES, opts.maxPieceBytes);
+    } catch {
+      // as in readSnapshotBytes (a file that cannot be read says so below)
+    }
+    if (objects) return objects;
+  }
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new InputError(`cannot read snapshot: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
+  }
+  return parseSnapshot(text, file);
+}
+
+const CHUNK_BYTES = 1 << 20;
+
+async function streamFile(file: string, chunkBytes: number, maxPieceBytes: number | undefined): Promise<Observed[]> {
+  const reader = new SplitReader(file, (range) => readRange(file, range));
+  const splitter = new StreamSplitter(reader, maxPieceBytes === undefined ? {} : { maxPieceBytes });
+  const handle = await open(file, 'r');
+  try {
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(chunkBytes);
+      const { bytesRead } = await handle.read(chunk, 0, chunkBytes, null);
+      if (bytesRead === 0) break;
+      splitter.push(chunk.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
+  splitter.end();
+  return reader.done();
+}
+
+/** One object's bytes, read again from its file when the engine reads the object. */
+function readRange(file: string, range: Range): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(range.end - range.start);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, range.start + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.toString('utf8', 0, got);
+  } catch (error) {
+    throw new InputError(`cannot read snapshot: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 const SNAPSHOT_FILE = /\.(ya?ml|json)$/i;
@@ -52,10 +145,10 @@ async function expand(p: string): Promise<string[]> {
     .sort();
 }
 
-async function readStream(stream: NodeJS.ReadableStream): Promise<string> {
+async function readStream(stream: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /** Parses one file's text into objects; `source` names the file in errors. */
@@ -99,14 +192,34 @@ function yamlError(error: unknown, source: string): InputError {
 }
 
 function collect(doc: unknown, source: string, index: number, out: Observed[]): void {
+  if (isList(doc)) {
+    for (const item of doc.items) collect(item, source, index, out);
+    return;
+  }
+  out.push({ object: checked(doc, source, index), source });
+}
+
+function isList(doc: unknown): doc is { kind: string; items: unknown[] } {
+  const o = doc as Record<string, unknown> | null;
+  return typeof o === 'object' && o !== null && !Array.isArray(o) && typeof o.kind === 'string' && /List$/.test(o.kind) && Array.isArray(o.items);
+}
+
+/** One document (or List item) as a Kubernetes object: checked, scrubbed, its status times read. */
+function checked(doc: unknown, source: string, index: number): KubeObject {
+  return admitted(doc, source, index, true);
+}
+
+/**
+ * checked, without the scrub when `scrub` is false: the stream reader's first parse, which only
+ * admits the object and keeps its identity (scrubbed: Interner) — the engine gets the object from
+ * the second parse, which scrubs it (SnapshotObject). Scrubbing changes no type, and no status
+ * time from one that parses to one that does not.
+ */
+function admitted(doc: unknown, source: string, index: number, scrub: boolean): KubeObject {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw new InputError(`document ${index + 1} is not a Kubernetes object`, { file: source });
   }
   const o = doc as Record<string, unknown>;
-  if (typeof o.kind === 'string' && /List$/.test(o.kind) && Array.isArray(o.items)) {
-    for (const item of o.items) collect(item, source, index, out);
-    return;
-  }
   const metadata = o.metadata as Record<string, unknown> | undefined;
   if (typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || typeof metadata?.name !== 'string') {
     throw new InputError(`document ${index + 1} is not a Kubernetes object (apiVersion, kind and metadata.name are required)`, { file: source });
@@ -114,7 +227,155 @@ function collect(doc: unknown, source: string, index: number, out: Observed[]): 
   if (metadata.namespace !== undefined && typeof metadata.namespace !== 'string') {
     throw new InputError(`document ${index + 1}: metadata.namespace is not a string`, { file: source });
   }
-  const object = scrubDeep(o) as unknown as KubeObject;
+  const object = (scrub ? scrubDeep(o) : o) as unknown as KubeObject;
   checkStatusTimes(object, source, `document ${index + 1} (${object.kind} ${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${object.metadata.name})`);
-  out.push({ object, source });
+  return object;
+}
+
+/**
+ * The objects of a split stream, each piece parsed on its own as the splitter gives it out; throws
+ * where a piece does not parse alone or is not what the whole parse would make of it (the caller
+ * then parses the whole).
+ */
+class SplitReader implements SplitEvents {
+  readonly #out: Observed[] = [];
+  readonly #source: string;
+  readonly #text: (range: Range) => string;
+  readonly #names = new Interner();
+  #head: Record<string, unknown> | undefined;
+
+  constructor(source: string, text: (range: Range) => string) {
+    this.#source = source;
+    this.#text = text;
+  }
+
+  done(): Observed[] {
+    return this.#out;
+  }
+
+  document(range: Range, bytes: Buffer): void {
+    const parsed = loadAll(bytes.toString('utf8'));
+    if (parsed.length > 1) throw new Error('a piece holds more than one document');
+    if (parsed.length === 1) this.#add(parsed[0], range, false);
+  }
+
+  listHead(_range: Range, bytes: Buffer): void {
+    this.#head = envelopePart(bytes.toString('utf8'));
+  }
+
+  item(range: Range, bytes: Buffer): void {
+    this.#add(pieceOf(bytes.toString('utf8'), true), range, true);
+  }
+
+  listTail(_range: Range, bytes: Buffer): void {
+    const head = this.#head;
+    const tail = envelopePart(bytes.toString('utf8'));
+    const kind = Object.hasOwn(tail, 'kind') ? tail.kind : head?.kind;
+    if (!head || typeof kind !== 'string' || !/List$/.test(kind)) throw new Error('the items are not those of a List');
+    this.#head = undefined;
+  }
+
+  #add(doc: unknown, range: Range, item: boolean): void {
+    if (isList(doc)) return collect(doc, this.#source, 0, this.#out);
+    const object = admitted(doc, this.#source, 0, false);
+    this.#out.push(new SnapshotObject(this.#text, range.start, range.end, item, this.#source, this.#names.id(object)));
+  }
+}
+
+/** A List's head or tail parsed alone: a mapping without `items` (nothing but comments: an empty one). */
+function envelopePart(text: string): Record<string, unknown> {
+  const docs = jsYaml.loadAll(text, null, { json: true });
+  // `~` or `null` is a null the whole parse would refuse before `items:`
+  if (docs.length === 0 || (docs.length === 1 && docs[0] === null && ONLY_COMMENTS.test(text))) return {};
+  const d = docs[0];
+  if (docs.length === 1 && typeof d === 'object' && d !== null && !Array.isArray(d) && !Object.hasOwn(d, 'items')) return d as Record<string, unknown>;
+  throw new Error('not the head or tail of a List');
+}
+
+const ONLY_COMMENTS = /^(?:---[ \t]*(?:#.*)?\r?\n)?(?:[ \t]*(?:#.*)?(?:\r?\n|$))*$/;
+
+/** One piece parsed alone: a whole document, or a List item (its `- ` entry: a sequence of one). */
+function pieceOf(text: string, item: boolean): unknown {
+  const docs = loadAll(text);
+  if (!item) {
+    if (docs.length !== 1) throw new Error('a piece is not one document');
+    return docs[0];
+  }
+  const seq = docs[0];
+  if (docs.length !== 1 || !Array.isArray(seq) || seq.length !== 1) throw new Error('an item is not one sequence entry');
+  return seq[0];
+}
+
+/**
+ * An object of a snapshot, kept as its identity and where its bytes are; `object` reads and parses
+ * it when first read: the same parse, scrub and check that admitted it (a file changed since is
+ * refused, not judged under another object's name).
+ */
+class SnapshotObject implements Observed {
+  readonly #text: (range: Range) => string;
+  readonly #start: number;
+  readonly #end: number;
+  readonly #item: boolean;
+  #object: KubeObject | undefined;
+  readonly source: string;
+  readonly id: ObjectId;
+
+  constructor(text: (range: Range) => string, start: number, end: number, item: boolean, source: string, id: ObjectId) {
+    this.#text = text;
+    this.#start = start;
+    this.#end = end;
+    this.#item = item;
+    this.source = source;
+    this.id = id;
+  }
+
+  get object(): KubeObject {
+    return (this.#object ??= this.#read());
+  }
+
+  #read(): KubeObject {
+    let doc: unknown;
+    try {
+      doc = pieceOf(this.#text({ start: this.#start, end: this.#end }), this.#item);
+    } catch (error) {
+      if (error instanceof InputError) throw error;
+      throw new InputError(`${this.#what()} could not be read again: the file changed while lastgood read it`, { file: this.source, cause: error });
+    }
+    const object = isList(doc) ? undefined : checked(doc, this.source, 0);
+    const m = object?.metadata;
+    if (!object || object.apiVersion !== this.id.apiVersion || object.kind !== this.id.kind || m!.name !== this.id.name || m!.namespace !== this.id.namespace) {
+      throw new InputError(`${this.#what()} is no longer there: the file changed while lastgood read it`, { file: this.source });
+    }
+    return object;
+  }
+
+  #what(): string {
+    return `${this.id.kind} ${this.id.namespace ? `${this.id.namespace}/` : ''}${this.id.name}`;
+  }
+}
+
+/**
+ * Scrubbed identities (as scrubDeep makes them) that share their strings: API versions, kinds and
+ * namespaces repeat, and a name cut from a parsed piece would keep that piece's whole text alive
+ * (V8 slices strings).
+ */
+class Interner {
+  readonly #strings = new Map<string, string>();
+
+  #shared(raw: string): string {
+    let kept = this.#strings.get(raw);
+    if (kept === undefined) this.#strings.set(copy(raw), (kept = copy(scrubText(raw))));
+    return kept;
+  }
+
+  id(o: KubeObject): ObjectId {
+    const id: ObjectId = { apiVersion: this.#shared(o.apiVersion), kind: this.#shared(o.kind), name: copy(scrubText(o.metadata.name)) };
+    if (o.metadata.namespace !== undefined) id.namespace = this.#shared(o.metadata.namespace);
+    return id;
+  }
+}
+
+/** A string of its own (not a slice of a larger one). */
+function copy(s: string): string {
+  return s.length < 13 ? s : (JSON.parse(JSON.stringify(s)) as string);
 }

@@ -15,10 +15,49 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
-/** An object together with where it came from (file path, "-" for stdin, "kube", "event"). */
+/**
+ * An object together with where it came from (file path, "-" for stdin, "kube", "event").
+ *
+ * `id`, where present, names the object without reading `object`: a snapshot's store parses an
+ * object only when `object` is first read (observe/snapshot.ts), so code that looks for objects
+ * among all observed ones compares `idOf(o)` and reads `object` of the ones it finds.
+ */
 export interface Observed {
-  object: KubeObject;
-  source: string;
+  readonly object: KubeObject;
+  readonly source: string;
+  readonly id?: ObjectId;
+}
+
+/** Who an object is: its API version and kind, namespace and name. */
+export interface ObjectId {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+/** An observed object's identity, without parsing it where the observer knows it. */
+export function idOf(o: Observed): ObjectId {
+  if (o.id) return o.id;
+  const { apiVersion, kind, metadata } = o.object;
+  return { apiVersion, kind, namespace: metadata.namespace, name: metadata.name };
+}
+
+/** "group/Kind|namespace|name": one key per object, whatever its API version. */
+export function objectKey(groupKindName: string, namespace: string | undefined, name: string): string {
+  return `${groupKindName}|${namespace ?? ''}|${name}`;
+}
+
+/** An observed object's key (objectKey), without parsing it where the observer knows it. */
+export function keyOf(o: Observed): string {
+  const id = idOf(o);
+  return objectKey(groupKind(id.apiVersion, id.kind), id.namespace, id.name);
+}
+
+/** The first observed object whose identity passes `test`, read only when found. */
+export function findObserved(observed: readonly Observed[], test: (id: ObjectId) => boolean): KubeObject | undefined {
+  for (const o of observed) if (test(idOf(o))) return o.object;
+  return undefined;
 }
 
 /** "group/Kind" as used by the assessor registry; core objects have an empty group ("/Pod" → written "Pod"). */

@@ -17,7 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { scrubDeep } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
-import { groupKind, type KubeObject, type Observed } from './types.ts';
+import { groupKind, objectKey, type KubeObject, type Observed } from './types.ts';
 
 export interface WatchedKind {
   apiVersion: string;
@@ -74,9 +74,7 @@ function continueOf(list: KubernetesListObject<KubernetesObject>): string | unde
 }
 
 /** "group/Kind|namespace|name": how objects are named in the store (the same rule as evidenceFor's index). */
-export function objectKey(gk: string, namespace: string | undefined, name: string): string {
-  return `${gk}|${namespace ?? ''}|${name}`;
-}
+export { objectKey };
 
 /** client-node's dynamic client, asked only for a kind's list path (discovery, cached per API version). */
 class ResourcePaths extends KubernetesObjectApi {
