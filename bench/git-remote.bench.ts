@@ -20,10 +20,16 @@
  *   (GNU time's %M: the largest process of the job; for warm, the whole lastgood process's life,
  *   run with the Node flags of the controller's Deployment, as a long-running process is);
  *   ratio: median over median; ratioPaired: the median of each repetition's ratio; startupMs
- *   (cold): the lastgood process's time before its first request (Node, type stripping, modules).
- * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three).
+ *   (cold): the lastgood process's time before its first request (Node, loading the modules);
+ *   cpuMs: the cold process's CPU (user + system, GNU time), steadier than wall on a shared machine;
+ *   requests: the HTTP requests the server answered for the cold job.
+ * - LASTGOOD_BENCH_SIZES=small,medium limits the sizes (default: all three);
+ *   LASTGOOD_BENCH_PROFILE=DIR writes each job process's CPU profile there.
  *
- * The job process is this file run with `--job` (bench/run.ts only imports it).
+ * The job process is bench/git-remote-job.ts bundled as the CLI is (bench/bundle.ts: the esbuild
+ * options of scripts/build-cli.ts, into a temporary folder, before anything is timed), run with
+ * plain `node` and no NODE_COMPILE_CACHE: the cold row compiles the whole bundle, as a new
+ * installation's first run does (LASTGOOD_BENCH_JOB=source runs the TypeScript sources instead).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { CONTROLLER_NODE_OPTIONS } from '../src/controller/install.ts';
@@ -32,11 +38,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { bundleJob, coldEnv } from './bundle.ts';
 import { benchRepo, SIZES, type SizeName } from './generate-repo.ts';
 
 export const prefix = 'git-remote';
 
-const HERE = fileURLToPath(import.meta.url);
+const JOB_SOURCE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'git-remote-job.ts');
+/** LASTGOOD_BENCH_PROFILE=DIR: each job process writes a V8 CPU profile there. */
+const PROFILE_FLAGS = process.env.LASTGOOD_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LASTGOOD_BENCH_PROFILE}`] : [];
 const TIME = '/usr/bin/time';
 const REPS: Record<SizeName, number> = { small: 5, medium: 5, large: 3 };
 const GIT_ENV = {
@@ -57,50 +66,18 @@ function median(xs: number[]): number {
 
 const round = (x: number, digits = 0) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-// ---- the lastgood side: a job process ----------------------------------------------------------
-
-/** `node bench/git-remote.bench.ts --job URL CACHEDIR PATH`: one revert per "go" line on stdin, its ms on stdout. */
-async function job(url: string, cacheDir: string, folder: string): Promise<void> {
-  const { RemoteRepo } = await import('../src/deliver/git-remote/remote-repo.ts');
-  const { firstParentLog } = await import('../src/history/graph.ts');
-  const repo = new RemoteRepo({ url, cacheDir });
-  // from the process's start to here: Node, type stripping and loading the modules
-  let startupMs: number | undefined = performance.now();
-  const paths = [folder];
-  const lines = createInterface({ input: process.stdin });
-  for await (const line of lines) {
-    if (line !== 'go') break;
-    const started = performance.now();
-    const head = await repo.head('main');
-    const [bad] = await firstParentLog(repo, head, { paths, limit: 1 });
-    if (!bad) throw new Error('no commit touches the folder');
-    const lkg = bad.parents[0]!;
-    const [good, now] = await Promise.all([repo.listFiles(lkg, paths), repo.listFiles(head, paths)]);
-    const files: Array<{ path: string; mode: string; oid: string } | { path: string; delete: true }> = [...good].map(([p, e]) => ({ path: p, mode: e.mode, oid: e.oid }));
-    for (const p of now.keys()) if (!good.has(p)) files.push({ path: p, delete: true });
-    const result = await repo.deliver({
-      target: 'app-00000-prod', branch: 'main', paths, parent: head, files,
-      message: `Revert app-00000-prod to ${lkg.slice(0, 12)}\n\nLastgood-Target: app-00000-prod\nLastgood-Reverts: ${bad.oid}\nLastgood-Restores: ${lkg}\n`,
-      author: { name: 'lastgood', email: 'lastgood@example.com', timestamp: Math.floor(Date.now() / 1000), timezoneOffset: 0 },
-      bad: [bad.oid], lastKnownGood: lkg,
-    }, 'commit');
-    if (!result.created) throw new Error('the revert was not pushed');
-    process.stdout.write(`${JSON.stringify({ ms: performance.now() - started, ...(startupMs !== undefined ? { startupMs } : {}), ...repo.stats })}\n`);
-    startupMs = undefined;
-  }
-}
-
 interface Timed {
   ms: number;
+  cpuMs: number;
   rssMb: number;
 }
 
-/** Runs a command under GNU time: wall ms and the peak RSS of its largest process. */
-async function timed(command: string, args: string[], opts: { cwd?: string; input?: string } = {}): Promise<Timed & { stdout: string }> {
+/** Runs a command under GNU time: wall ms, CPU ms (user + system) and the peak RSS of its largest process. */
+async function timed(command: string, args: string[], opts: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Timed & { stdout: string }> {
   const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
   const started = performance.now();
   const stdout = await new Promise<string>((resolve, reject) => {
-    const child = spawn(TIME, ['-o', out, '-f', '%M', command, ...args], { cwd: opts.cwd, env: GIT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(TIME, ['-o', out, '-f', '%U %S %M', command, ...args], { cwd: opts.cwd, env: opts.env ?? GIT_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
     let text = '';
     let err = '';
     child.stdout.on('data', (d) => (text += d));
@@ -110,16 +87,16 @@ async function timed(command: string, args: string[], opts: { cwd?: string; inpu
     child.stdin.end(opts.input ?? '');
   });
   const ms = performance.now() - started;
-  const rssMb = Number(readFileSync(out, 'utf8').trim().split('\n').pop()) / 1024;
+  const [user, system, kb] = readFileSync(out, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
   rmSync(path.dirname(out), { recursive: true, force: true });
-  return { ms, rssMb, stdout };
+  return { ms, cpuMs: (user! + system!) * 1000, rssMb: kb! / 1024, stdout };
 }
 
 /** A lastgood job process kept open across repetitions (warm); RSS is known when it exits. */
-function jobProcess(url: string, cacheDir: string, folder: string) {
+function jobProcess(entry: string, url: string, cacheDir: string, folder: string) {
   const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
   // the long-running process runs with the Node flags the controller's Deployment sets (src/controller/install.ts)
-  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...CONTROLLER_NODE_OPTIONS.split(' '), HERE, '--job', url, cacheDir, folder], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...CONTROLLER_NODE_OPTIONS.split(' '), entry, '--job', url, cacheDir, folder], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
   return {
@@ -188,11 +165,12 @@ export default async function* () {
     const repo = await benchRepo(size);
     const folder = repo.paths[0]!;
     const root = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-serve-'));
+    const entry = await bundleJob(JOB_SOURCE, path.join(root, 'job'));
     const server = await startGitHttpServer({ root });
     const url = `${server.url}/gitops.git`;
     try {
       // cold
-      const cold = { lastgood: [] as Timed[], native: [] as Timed[], startup: [] as number[] };
+      const cold = { lastgood: [] as Timed[], native: [] as Timed[], startup: [] as number[], requests: [] as number[] };
       for (let rep = 0; rep < REPS[size]; rep++) {
         const bare = servedCopy(root, repo.gitdir);
         const work = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-native-'));
@@ -202,14 +180,25 @@ export default async function* () {
 
         servedCopy(root, repo.gitdir);
         const cache = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-cache-'));
-        const lastgood = await timed(process.execPath, [HERE, '--job', url, cache, folder], { input: 'go\nexit\n' });
+        const from = server.log.length;
+        const lastgood = await timed(process.execPath, [...PROFILE_FLAGS, entry, '--job', url, cache, folder], { input: 'go\nexit\n', env: coldEnv(GIT_ENV) });
         cold.lastgood.push(lastgood);
         cold.startup.push((JSON.parse(lastgood.stdout) as { startupMs: number }).startupMs);
+        cold.requests.push(server.log.length - from);
         assertReverted(bare, folder, 'lastgood');
         rmSync(cache, { recursive: true, force: true });
-        process.stderr.write(`git-remote/cold ${size} #${rep + 1}: lastgood ${round(cold.lastgood.at(-1)!.ms)} ms, native ${round(cold.native.at(-1)!.ms)} ms\n`);
+        process.stderr.write(`git-remote/cold ${size} #${rep + 1}: lastgood ${round(lastgood.ms)} ms (${round(lastgood.cpuMs)} ms CPU, ${cold.requests.at(-1)} requests), native ${round(cold.native.at(-1)!.ms)} ms (${round(cold.native.at(-1)!.cpuMs)} ms CPU)\n`);
       }
-      yield { ...row('git-remote/cold', size, cold.lastgood.map((x) => x.ms), Math.max(...cold.lastgood.map((x) => x.rssMb)), cold.native.map((x) => x.ms), Math.max(...cold.native.map((x) => x.rssMb))), startupMs: round(median(cold.startup)) };
+      const r = row('git-remote/cold', size, cold.lastgood.map((x) => x.ms), Math.max(...cold.lastgood.map((x) => x.rssMb)), cold.native.map((x) => x.ms), Math.max(...cold.native.map((x) => x.rssMb)));
+      const cpu = median(cold.lastgood.map((x) => x.cpuMs));
+      const nativeCpu = median(cold.native.map((x) => x.cpuMs));
+      yield {
+        ...r,
+        lastgood: { ...r.lastgood, cpuMs: round(cpu), requests: median(cold.requests) },
+        baseline: { ...r.baseline, cpuMs: round(nativeCpu) },
+        cpuRatio: round(cpu / nativeCpu, 2),
+        startupMs: round(median(cold.startup)),
+      };
 
       // warm: native git in the clone it made, lastgood in the process that made the mirror
       const bare = servedCopy(root, repo.gitdir);
@@ -217,7 +206,7 @@ export default async function* () {
       const clone = path.join(work, 'clone');
       await timed('sh', ['-c', nativeCold(url, clone, folder)]);
       const cache = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-cache-'));
-      const proc = jobProcess(url, cache, folder);
+      const proc = jobProcess(entry, url, cache, folder);
       pushBadCommit(bare, folder, 0);
       await proc.run(); // cold, not counted
       const warm = { lastgood: [] as number[], native: [] as Timed[] };
@@ -256,8 +245,4 @@ function row(bench: string, size: SizeName, lastgoodMs: number[], lastgoodRss: n
     ratioPaired: round(median(lastgoodMs.map((x, i) => x / nativeMs[i]!)), 2),
     rssRatio: round(lastgoodRss / nativeRss, 2),
   };
-}
-
-if (process.argv[1] === HERE && process.argv[2] === '--job') {
-  await job(process.argv[3]!, process.argv[4]!, process.argv[5]!);
 }

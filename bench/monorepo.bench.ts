@@ -30,19 +30,21 @@
  *
  * LASTGOOD_BENCH_MONOREPO=once,never and LASTGOOD_BENCH_BACKENDS=local,git-remote,github limit
  * what runs; LASTGOOD_BENCH_PROFILE=DIR writes each job process's CPU profile there. The job
- * process is bench/monorepo-job.ts, bundled as the CLI is (LASTGOOD_BENCH_JOB=source: its sources).
+ * process is bench/monorepo-job.ts, bundled as the CLI is (bench/bundle.ts: the esbuild options of
+ * scripts/build-cli.ts, into a temporary folder, before anything is timed; LASTGOOD_BENCH_JOB=source
+ * runs its sources), with plain `node` and no NODE_COMPILE_CACHE: a cold row compiles the whole
+ * bundle, as a new installation's first run does.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { CONTROLLER_NODE_OPTIONS } from '../src/controller/install.ts';
-import { build } from 'esbuild';
 import { appendCommits, botBump, cachedMonorepo, overlayKustomization, type Monorepo } from '../test/support/monorepo.ts';
 import { TOKEN, type Backend, type Failure, type JobResult } from './monorepo-job.ts';
-import { BANNER } from '../scripts/build-cli.ts';
+import { bundleJob, coldEnv } from './bundle.ts';
 
 export const prefix = 'monorepo';
 
@@ -58,25 +60,11 @@ const GIT_ENV = {
 /** LASTGOOD_BENCH_PROFILE=DIR: each job process writes a V8 CPU profile there (the profile behind a ratio). */
 const PROFILE_FLAGS = process.env.LASTGOOD_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LASTGOOD_BENCH_PROFILE}`] : [];
 
-/**
- * The job as users run lastgood: bundled (esbuild, as scripts/build-cli.ts bundles the CLI), not
- * TypeScript sources under Node's type stripping, which no user pays (~0.4 s and ~35 MB more at
- * start). LASTGOOD_BENCH_JOB=source runs the sources instead.
- */
-async function jobEntry(dir: string): Promise<string> {
-  if (process.env.LASTGOOD_BENCH_JOB === 'source') return JOB_SOURCE;
-  const outfile = path.join(dir, 'monorepo-job.mjs');
-  await build({ entryPoints: [JOB_SOURCE], outfile, bundle: true, platform: 'node', target: 'node20', format: 'esm', banner: { js: BANNER }, minify: true, logLevel: 'warning' });
-  // the commit message templates, where a bundle looks for them (src/revert/template.ts)
-  cpSync(path.join(path.dirname(JOB_SOURCE), '..', 'templates'), path.join(dir, 'templates'), { recursive: true });
-  return outfile;
-}
-
 /** A job process kept open across runs; its peak RSS is known when it exits. */
 function jobProcess(entry: string, backend: Backend, location: string, repoFile: string, opts: { flags?: string[] } = {}) {
   const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-time-')), 'rss');
   const started = performance.now();
-  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...(opts.flags ?? []), ...PROFILE_FLAGS, entry, '--job', backend, location, repoFile], { env: GIT_ENV, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(TIME, ['-o', out, '-f', '%M', process.execPath, ...(opts.flags ?? []), ...PROFILE_FLAGS, entry, '--job', backend, location, repoFile], { env: coldEnv(GIT_ENV), stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
   return {
@@ -207,7 +195,7 @@ export default async function* () {
     process.stderr.write(`monorepo: ${shape} (${SHAPE.files} files, ${SHAPE.commits} commits)\n`);
     const repo = await cachedMonorepo(path.join(os.tmpdir(), `lastgood-bench-${shape}`), { ...SHAPE, touches });
     const root = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-mono-'));
-    const entry = await jobEntry(root);
+    const entry = await bundleJob(JOB_SOURCE, path.join(root, 'job'));
     const repoFile = path.join(root, 'repo.json');
     writeFileSync(repoFile, JSON.stringify(repo));
     const first: Failure = { bad: repo.bad, applied: repo.applied, now: repo.now, badImage: repo.badImage };

@@ -21,7 +21,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CLI_DIR = path.join(ROOT, 'dist', 'cli');
@@ -38,32 +38,37 @@ export const BANNER = [
 /** Packages replaced in the bundles by a smaller equivalent (each shim says why). */
 export const ALIAS = { 'sha.js/sha1.js': path.join(ROOT, 'scripts', 'shims', 'sha1.ts') };
 
+/**
+ * How lastgood is built for users: the CLI here, and the job processes of the benches
+ * (bench/bundle.ts), so that a bench's cold row starts as the product starts. The output folder
+ * needs PACKAGE_JSON beside the chunks (ESM `.js`).
+ */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  splitting: true,
+  chunkNames: '[name]-[hash]',
+  platform: 'node',
+  // package.json "engines": the oldest Node the package is tested on (test/package.test.ts)
+  target: 'node20',
+  format: 'esm',
+  banner: { js: BANNER },
+  alias: ALIAS,
+  legalComments: 'none',
+  charset: 'utf8',
+  sourcemap: false,
+  minify: true,
+  logLevel: 'warning',
+} as const satisfies BuildOptions;
+
+export const PACKAGE_JSON = '{\n  "type": "module"\n}\n';
+
 export async function buildCli(outDir: string): Promise<string> {
   // built beside, then swapped in: a test process starting the CLI meanwhile sees the old or the new bundle, whole
   const tmp = `${outDir}.tmp-${process.pid}`;
   await rm(tmp, { recursive: true, force: true });
   await mkdir(tmp, { recursive: true });
-  const result = await build({
-    absWorkingDir: ROOT,
-    entryPoints: { cli: 'src/cli.ts' },
-    outdir: tmp,
-    bundle: true,
-    splitting: true,
-    chunkNames: '[name]-[hash]',
-    platform: 'node',
-    // package.json "engines": the oldest Node the package is tested on (test/package.test.ts)
-    target: 'node20',
-    format: 'esm',
-    banner: { js: BANNER },
-    alias: ALIAS,
-    legalComments: 'none',
-    charset: 'utf8',
-    sourcemap: false,
-    minify: true,
-    logLevel: 'warning',
-    metafile: true,
-  });
-  await writeFile(path.join(tmp, 'package.json'), '{\n  "type": "module"\n}\n');
+  const result = await build({ ...BUNDLE_OPTIONS, absWorkingDir: ROOT, entryPoints: { cli: 'src/cli.ts' }, outdir: tmp, metafile: true });
+  await writeFile(path.join(tmp, 'package.json'), PACKAGE_JSON);
   await writeFile(path.join(tmp, 'THIRD-PARTY-LICENSES.txt'), thirdPartyLicences(Object.keys(result.metafile.inputs)));
   await rm(outDir, { recursive: true, force: true });
   await rename(tmp, outDir);
