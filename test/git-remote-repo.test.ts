@@ -126,6 +126,21 @@ test('a redirect to another host is followed without the credentials', async (t)
   t.regex(warnings.join('\n'), /redirects to another host \(localhost:\d+\): following it without credentials/);
 });
 
+test('a server that compresses its answers (Content-Encoding: gzip, as a web server in front of git may): read as sent', async (t) => {
+  const s = await served(t, 3);
+  // every answer of the first reads compressed: the refs, ls-refs, the shallow fetch, a blob
+  s.server.inject({ service: 'git-upload-pack', gzip: true, times: 6 });
+  const repo = new RemoteRepo({ url: s.url, backoffMs: 1 });
+  t.teardown(() => repo.close());
+  const head = await repo.head('main');
+  t.is(head, git(s.bare, 'rev-parse', 'main'));
+  const files = await repo.listFiles(head, ['apps/']);
+  t.is(Buffer.from(await repo.readBlob(files.get('apps/a/values.yaml')!.oid)).toString(), 'v: 2\n');
+  const compressed = s.server.log.filter((r) => r.fault?.includes('gzip'));
+  t.true(compressed.some((r) => r.command === 'fetch') && compressed.some((r) => r.path === 'info/refs'), JSON.stringify(compressed.map((r) => r.command ?? r.path)));
+  t.true(s.server.log.every((r) => r.status === 200), 'no answer was refused or asked again');
+});
+
 test('a slow server: the request times out and is tried again', async (t) => {
   const s = await served(t, 2);
   // the first answer never comes in time; the timeout is far above what a loaded machine needs for the second

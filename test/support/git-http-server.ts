@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 
 /**
  * A git smart-HTTP server for tests: every request runs git's own `git http-backend` as a CGI
@@ -68,7 +68,9 @@ export interface RequestRecord {
  * - `before`: run this first (e.g. someone else pushes), then serve the request;
  * - `redirect`: answer 302 to this base URL (+ the same path);
  * - `corrupt`: run git to the end, then flip one byte inside the pack it sent (damaged on the wire:
- *   the pack's checksum no longer matches).
+ *   the pack's checksum no longer matches);
+ * - `gzip`: run git to the end, then send its answer gzip-compressed with `Content-Encoding: gzip`,
+ *   as a web server in front of git with compression on does.
  */
 export interface Fault {
   service?: 'git-upload-pack' | 'git-receive-pack';
@@ -83,6 +85,7 @@ export interface Fault {
   before?: () => Promise<void>;
   redirect?: string;
   corrupt?: true;
+  gzip?: true;
 }
 
 export interface GitHttpServerOptions {
@@ -163,7 +166,7 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
             return;
           }
         }
-        runBackend(opts, req, body, res, fault?.drop === 'after', record, fault?.corrupt === true);
+        runBackend(opts, req, body, res, fault?.drop === 'after', record, fault?.corrupt === true, fault?.gzip === true);
       })().catch((error: unknown) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
         res.end(`test server: ${(error as Error).message}\n`);
@@ -231,7 +234,7 @@ function authorized(header: string | undefined, token: string): boolean {
   return false;
 }
 
-function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, dropAfter: boolean, record: RequestRecord, corrupt = false): void {
+function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, dropAfter: boolean, record: RequestRecord, corrupt = false, gzip = false): void {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const child = spawn('git', ['http-backend'], {
     env: {
@@ -273,7 +276,7 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
     if (dropAfter) return; // the answer is never sent: the connection closes when git is done
     record.bytesOut += chunk.length;
     if (headerDone) {
-      if (corrupt) held.push(chunk);
+      if (corrupt || gzip) held.push(chunk);
       else res.write(chunk);
       return;
     }
@@ -284,8 +287,12 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
     if (!end) return;
     headerDone = true;
     const { status, headers } = parseCgiHeaders(head.subarray(0, end.at).toString('latin1'));
+    if (gzip) {
+      for (const name of Object.keys(headers)) if (name.toLowerCase() === 'content-length') delete headers[name];
+      headers['Content-Encoding'] = 'gzip';
+    }
     res.writeHead(status.code, status.text, headers);
-    if (corrupt) held.push(head.subarray(end.at + end.len));
+    if (corrupt || gzip) held.push(head.subarray(end.at + end.len));
     else res.write(head.subarray(end.at + end.len));
   });
   child.on('close', (code) => {
@@ -304,6 +311,10 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
       // a byte of the first object, well inside the first side-band packet: the pack's checksum no longer matches
       if (pack >= 0 && pack + 20 < answer.length) answer[pack + 20] = answer[pack + 20]! ^ 0xff;
       res.end(answer);
+      return;
+    }
+    if (gzip) {
+      res.end(gzipSync(Buffer.concat(held)));
       return;
     }
     res.end();

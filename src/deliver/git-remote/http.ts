@@ -1,10 +1,14 @@
 import { randomInt } from 'node:crypto';
+import type * as Http from 'node:http';
+import { createRequire } from 'node:module';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { RemoteError, redact } from '../../errors.ts';
 import type { GitCredentials } from './auth.ts';
 
 /**
  * The HTTP side of git's smart protocol (gitprotocol-http(5)): `GET info/refs?service=…` and
- * `POST git-upload-pack` / `git-receive-pack`, over Node's fetch (undici).
+ * `POST git-upload-pack` / `git-receive-pack`, over Node's http and https modules (their global
+ * agents keep connections alive, as git's curl does).
  *
  * - Credentials go to the configured origin only: a redirect to another host is followed without
  *   them (git's http.followRedirects=initial keeps the redirected base for later requests, so do we).
@@ -16,6 +20,18 @@ import type { GitCredentials } from './auth.ts';
  */
 
 import type { TransferEvent } from '../../report/progress.ts';
+
+/**
+ * node:http and node:https by require, not fetch() and not `import`: both load undici, Node's
+ * fetch, which a process compiles on first use (~50 ms of CPU, with its WebAssembly HTTP parser:
+ * a third of a small cold revert's own work; bench/git-remote.bench.ts). fetch() is undici; an
+ * ESM `import` of node:http builds the module's ESM facade, which reads every export, and
+ * node:http's WebSocket, CloseEvent and MessageEvent exports are getters that load undici (Node's
+ * lib/http.js, lazyUndici). require() hands over the module without a facade.
+ */
+const nodeRequire = createRequire(import.meta.url);
+const http = nodeRequire('node:http') as typeof import('node:http');
+const https = nodeRequire('node:https') as typeof import('node:https');
 
 export type Service = 'git-upload-pack' | 'git-receive-pack';
 
@@ -140,30 +156,29 @@ export class SmartHttp {
     let url = new URL(`${this.base.href}/${rel}`);
     for (let hop = 0; ; hop++) {
       this.requests++;
-      let res: Response;
+      const timeoutMs = this.opts.timeoutMs ?? 120_000;
+      // the whole exchange, answer's body included, within timeoutMs
+      const signal = AbortSignal.timeout(timeoutMs);
+      let res: Http.IncomingMessage;
       try {
-        res = await fetch(url, {
-          method,
-          headers: { ...headers, ...this.headersFor(url) },
-          ...(body ? { body } : {}),
-          redirect: 'manual',
-          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 120_000),
-        });
+        res = await send(method, url, { ...headers, 'accept-encoding': 'gzip, deflate, br', ...this.headersFor(url) }, body, signal);
       } catch (error) {
-        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        const e = error as { code?: string; message?: string };
         // a certificate that cannot be verified is the same on every attempt: not retried
-        if (cause?.code && TLS_CERTIFICATE.test(cause.code)) {
-          throw new RemoteError('git', `the TLS certificate of ${url.host} could not be verified (${cause.code}: ${cause.message ?? 'no detail'}): if the server uses a private certificate authority, give its certificate to Node in NODE_EXTRA_CA_CERTS; nothing was sent`, { cause: error });
+        if (e.code && TLS_CERTIFICATE.test(e.code)) {
+          throw new RemoteError('git', `the TLS certificate of ${url.host} could not be verified (${e.code}: ${e.message ?? 'no detail'}): if the server uses a private certificate authority, give its certificate to Node in NODE_EXTRA_CA_CERTS; nothing was sent`, { cause: error });
         }
-        const why = (error as Error).name === 'TimeoutError' ? `no answer within ${Math.round((this.opts.timeoutMs ?? 120_000) / 1000)} s` : `${cause?.code ?? ''} ${cause?.message ?? (error as Error).message}`.trim();
+        const why = signal.aborted ? `no answer within ${Math.round(timeoutMs / 1000)} s` : e.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}`.trim() : e.message ?? String(error);
         throw new TransientHttpError(`the connection to ${url.host} failed (${why})`, undefined, error);
       }
-      if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
-        await res.body?.cancel();
-        if (hop >= MAX_REDIRECTS) throw new RemoteError('git', `too many redirects from ${this.opts.url}`, { status: res.status });
-        const next = new URL(res.headers.get('location')!, url);
+      const status = res.statusCode ?? 0;
+      const location = res.headers.location;
+      if (status >= 300 && status < 400 && location) {
+        res.resume();
+        if (hop >= MAX_REDIRECTS) throw new RemoteError('git', `too many redirects from ${this.opts.url}`, { status });
+        const next = new URL(location, url);
         if (next.protocol !== 'https:' && url.protocol === 'https:') {
-          throw new RemoteError('git', `${this.opts.url} redirects from https to ${next.protocol.replace(/:$/, '')} (${next.origin}): refused, the repository and its credentials would travel unencrypted; set repo.url to an https address`, { status: res.status });
+          throw new RemoteError('git', `${this.opts.url} redirects from https to ${next.protocol.replace(/:$/, '')} (${next.origin}): refused, the repository and its credentials would travel unencrypted; set repo.url to an https address`, { status });
         }
         if (next.origin !== this.origin && !this.warnedRedirect) {
           this.warnedRedirect = true;
@@ -177,35 +192,35 @@ export class SmartHttp {
           this.base = nextBase;
         }
         url = next;
-        if (method === 'POST' && res.status !== 307 && res.status !== 308) throw new RemoteError('git', `${this.opts.url} redirected a ${rel} request (${res.status}): set repo.url to the final address`, { status: res.status });
+        if (method === 'POST' && status !== 307 && status !== 308) throw new RemoteError('git', `${this.opts.url} redirected a ${rel} request (${status}): set repo.url to the final address`, { status });
         continue;
       }
-      const buf = await this.readBody(res, url).catch((error: unknown) => {
-        throw new TransientHttpError(`the connection to ${url.host} dropped while reading the answer`, res.status, error);
-      });
-      if (res.ok) return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: buf };
+      const buf = decode(await this.readBody(res, url).catch((error: unknown) => {
+        const why = signal.aborted ? `: no answer within ${Math.round(timeoutMs / 1000)} s` : '';
+        throw new TransientHttpError(`the connection to ${url.host} dropped while reading the answer${why}`, status, error);
+      }), res.headers['content-encoding'], url);
+      if (status >= 200 && status < 300) return { status, contentType: res.headers['content-type'] ?? '', body: buf };
       const service: Service = rel.includes('receive-pack') ? 'git-receive-pack' : 'git-upload-pack';
-      if (res.status === 401 || res.status === 403) throw this.authError(res.status, service, url);
-      if (res.status === 404) throw new RemoteError('git', `${this.opts.url} was not found (404): check repo.url${this.opts.credentials ? '' : ', and give credentials (repo.auth) if the repository is private'}`, { status: 404 });
+      if (status === 401 || status === 403) throw this.authError(status, service, url);
+      if (status === 404) throw new RemoteError('git', `${this.opts.url} was not found (404): check repo.url${this.opts.credentials ? '' : ', and give credentials (repo.auth) if the repository is private'}`, { status: 404 });
       const text = buf.toString('utf8', 0, Math.min(buf.length, 300)).replace(/\s+/g, ' ').trim();
-      if (res.status >= 500 || res.status === 429 || res.status === 408) throw new TransientHttpError(`the server answered ${res.status}${text ? `: ${text}` : ''}`, res.status);
-      throw new RemoteError('git', `${url.host} answered ${res.status}${text ? `: ${redact(text)}` : ''}`, { status: res.status });
+      if (status >= 500 || status === 429 || status === 408) throw new TransientHttpError(`the server answered ${status}${text ? `: ${text}` : ''}`, status);
+      throw new RemoteError('git', `${url.host} answered ${status}${text ? `: ${redact(text)}` : ''}`, { status });
     }
   }
 
-  /** The answer's body, telling onProgress as it arrives. */
-  private async readBody(res: Response, url: URL): Promise<Buffer> {
+  /** The answer's body as sent, telling onProgress as it arrives. */
+  private async readBody(res: Http.IncomingMessage, url: URL): Promise<Buffer> {
     const onProgress = this.opts.onProgress;
-    if (!onProgress || !res.body) return Buffer.from(await res.arrayBuffer());
     const chunks: Buffer[] = [];
     let bytes = 0;
-    for await (const chunk of res.body) {
-      chunks.push(Buffer.from(chunk));
-      bytes += chunk.byteLength;
-      onProgress({ host: url.host, bytes });
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      bytes += chunk.length;
+      onProgress?.({ host: url.host, bytes });
     }
-    onProgress({ host: url.host, bytes, done: true });
-    return Buffer.concat(chunks);
+    onProgress?.({ host: url.host, bytes, done: true });
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
   }
 
   private authError(status: number, service: Service, url: URL): RemoteError {
@@ -223,4 +238,27 @@ export class SmartHttp {
     }
     return new RemoteError('git', `${url.host} denied ${access} (403): the credentials from ${this.opts.credentials?.source ?? '(none)'} lack that permission (${scopes})`, { status });
   }
+}
+
+/** One HTTP exchange up to the answer's headers: its body is the caller's to read. */
+function send(method: 'GET' | 'POST', url: URL, headers: Record<string, string>, body: Buffer | undefined, signal: AbortSignal): Promise<Http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, signal }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A body in the content coding the server chose among those asked for (Accept-Encoding: gzip, deflate, br, as curl asks for git). */
+function decode(body: Buffer, encoding: string | undefined, url: URL): Buffer {
+  const coding = encoding?.trim().toLowerCase() ?? '';
+  try {
+    if (coding === '' || coding === 'identity') return body;
+    if (coding === 'gzip' || coding === 'x-gzip') return gunzipSync(body);
+    if (coding === 'deflate') return inflateSync(body);
+    if (coding === 'br') return brotliDecompressSync(body);
+  } catch (error) {
+    throw new TransientHttpError(`the answer of ${url.host} could not be decoded (${coding}: ${(error as Error).message})`, undefined, error);
+  }
+  throw new RemoteError('git', `${url.host} answered in a content coding lastgood did not ask for (${coding}): a proxy in between changes the answers`);
 }
