@@ -16,6 +16,7 @@ import { commitPageUrl, newPullRequestUrl } from './hosts.ts';
 import { SmartHttp } from './http.ts';
 import { Mirror } from './mirror.ts';
 import { PackError, type IndexedPack, type ObjectType } from './pack-index.ts';
+import { writePack } from './pack-write.ts';
 import { discoverReceivePack, discoverUploadPack, lsRefs, pushPack, ZERO_OID, type FetchResponse, type ReceivePackAdvert, type UploadPack } from './protocol.ts';
 import type { CommitSigner } from './signing.ts';
 
@@ -620,7 +621,7 @@ export class RemoteRepo implements RepoBackend {
    */
   private async pushRef(ref: string, old: string, value: string, objects: string[], advert?: ReceivePackAdvert): Promise<{ ok: true; pushed: boolean } | { ok: false; now: string }> {
     // a delete sends no pack (receive-pack reads one only for commands that are not deletes)
-    const pack = value === ZERO_OID ? Buffer.alloc(0) : Buffer.from((await git.packObjects({ fs, gitdir: this.mirror.gitdir, oids: objects, cache: this.local.cache })).packfile!);
+    const pack = value === ZERO_OID ? Buffer.alloc(0) : writePack(objects.map((oid) => this.local.objects.read(oid)));
     const attempts = this.opts.pushAttempts ?? 3;
     for (let attempt = 1; ; attempt++) {
       const now = advert ?? (await discoverReceivePack(this.http));
