@@ -8,8 +8,11 @@
  */
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { boundYoungGeneration } from '../src/engine/heap.ts';
 
 async function job(url: string, cacheDir: string, folder: string): Promise<void> {
+  // as the CLI and the Action do at their start (src/engine/heap.ts); the warm process's Node flags size the young generation themselves
+  boundYoungGeneration();
   const { RemoteRepo } = await import('../src/deliver/git-remote/remote-repo.ts');
   const { firstParentLog } = await import('../src/history/graph.ts');
   const repo = new RemoteRepo({ url, cacheDir });

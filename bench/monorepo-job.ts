@@ -8,6 +8,9 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { boundYoungGeneration } from '../src/engine/heap.ts';
+// static, as src/report/log.ts has it: a split bundle's dynamic import() of a CommonJS package has only its default export
+import { pino } from 'pino';
 import { monorepoScenario, type Monorepo } from '../test/support/monorepo.ts';
 
 export const TOKEN = 'ghs_benchTokenNotARealOne000000000000';
@@ -35,7 +38,8 @@ export interface JobResult {
 /** One run() per failure line on stdin. */
 async function job(backend: Backend, location: string, repoFile: string): Promise<void> {
   const startupMs = performance.now();
-  const { pino } = await import('pino');
+  // as the CLI and the Action do at their start (src/engine/heap.ts); the warm process's Node flags size the young generation themselves
+  boundYoungGeneration();
   const { ConfigSchema } = await import('../src/config/schema.ts');
   const { run } = await import('../src/engine/index.ts');
   const repo = JSON.parse(readFileSync(repoFile, 'utf8')) as Monorepo;

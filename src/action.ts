@@ -37,6 +37,7 @@ import { redact } from './scrub.ts';
 import { reportJson } from './report/text.ts';
 import { primaryOutcome, renderSummary } from './report/summary.ts';
 import type { DeliveryMode, RepoBackend } from './repo/types.ts';
+import { boundYoungGeneration } from './engine/heap.ts';
 
 interface Inputs {
   configFile: string;
@@ -429,6 +430,8 @@ async function main(): Promise<void> {
   }
 }
 
+// before any work, as the CLI does: a first model build would grow V8's young generation to 128 MB (engine/heap.ts)
+boundYoungGeneration();
 try {
   await main();
 } catch (error) {

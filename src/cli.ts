@@ -61,6 +61,9 @@ async function analyseFor(config: Config, configFile: string, observed: Observed
 
 /** The repository backend; `progress`: show a long fetch's progress on stderr (not in the controller, whose stderr is its JSON log). */
 async function repoFor(config: Config, configFile: string, repoFlag: string | undefined, progress = true) {
+  // a command that reads the repository builds models: the first would grow V8's young generation
+  // to 128 MB (engine/heap.ts); commands that do not (health, --version) do not load perf_hooks for it
+  (await import('./engine/heap.ts')).boundYoungGeneration();
   return openRepo({
     location: repoFlag ?? config.repo.url,
     relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
