@@ -1,5 +1,5 @@
+import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
-import v8 from 'node:v8';
 
 /** Node flags that size the young generation: where one is given (the controller's Deployment sets one), it is obeyed as given. */
 const YOUNG_GENERATION_FLAGS = /--(max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]growth[-_]factor/;
@@ -35,6 +35,9 @@ export function boundYoungGeneration(limitBytes = YOUNG_GENERATION_BYTES, nodeOp
   if (bounding) return true;
   bounding = true;
   const observer = new PerformanceObserver(() => {
+    // the whole heap is at least the young generation: node:v8 (a few ms to load) waits until it could have reached the bound
+    if (process.memoryUsage().heapTotal < limitBytes) return;
+    const v8 = createRequire(import.meta.url)('node:v8') as typeof import('node:v8');
     const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
     if (!young || young.space_size < limitBytes) return;
     v8.setFlagsFromString('--semi-space-growth-factor=1');
