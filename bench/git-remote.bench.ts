@@ -18,7 +18,8 @@
  *   the cold one (its mirror warm), timed inside the process.
  * - time: wall clock, median of the repetitions; rssMb: peak resident set of the job's processes
  *   (GNU time's %M: the largest process of the job; for warm, the whole lastgood process's life,
- *   run with the Node flags of the controller's Deployment, as a long-running process is);
+ *   run with the Node flags of the controller's Deployment, as a long-running process is; cold,
+ *   with none, its young generation bounded as the CLI bounds it, src/engine/heap.ts);
  *   ratio: median over median; ratioPaired: the median of each repetition's ratio; startupMs
  *   (cold): the lastgood process's time before its first request (Node, loading the modules);
  *   cpuMs: the cold process's CPU (user + system, GNU time), steadier than wall on a shared machine;

@@ -23,8 +23,9 @@
  * `monorepo/<backend>/warm` (the same process again, after someone pushed another bad release and
  * the bot went on: a controller's steady state). ms: wall, median of the repetitions (cold: the
  * whole process; warm: the run inside it; native: the whole command); cpuMs: the process's CPU;
- * rssMb: peak resident memory (lastgood: the job process's whole life, run with the Node flags of
- * the controller's Deployment; native: GNU time's %M, the largest process); bytes and requests:
+ * rssMb: peak resident memory (lastgood: the job process's whole life; warm, run with the Node flags
+ * of the controller's Deployment; cold, with none, its young generation bounded as the CLI bounds
+ * it, src/engine/heap.ts; native: GNU time's %M, the largest process); bytes and requests:
  * what the server sent and how many HTTP requests it answered for the job; ratio = ms / native
  * ms, ratioPaired = median of each repetition's own ratio, bytesRatio = bytes / native bytes.
  *
