@@ -16,16 +16,17 @@ let bounding = false;
  * monorepo bench: 296 MB peak either way). What V8 reads later is the growth factor: each time
  * the young generation grows, it becomes `--semi-space-growth-factor` times larger, up to the
  * maximum (v8 src/heap/new-spaces.cc, SemiSpaceNewSpace::Grow). So the young generation grows as
- * usual until it reaches `limitBytes`, seen after a garbage collection, and then the factor
- * becomes 1: it stays there.
+ * usual until it is seen, after a garbage collection, at half of `limitBytes` or more, and then
+ * the factor becomes 1: it stays there.
  *
  * Why: on a machine with gigabytes of memory V8 lets the young generation reach 64 MB semi-spaces
  * (128 MB and more of resident memory) while a cold process builds its first model; a cold
  * monorepo revert peaked at ~300 MB where its live heap was ~70 MB. Bounded at 8 MB it peaks at
  * ~185 MB, for the same CPU (a bound of 1 MB, the growth factor 1 from the start, costs ~7% more).
  *
- * Best effort: the collection is seen after the fact (a PerformanceObserver runs when the event
- * loop turns), so the young generation may grow once more before it is held. Returns false when
+ * Best effort: the collection is seen after the fact (a PerformanceObserver's entries come in a
+ * setImmediate, Node's lib/internal/perf/observe.js), so the young generation may grow once more
+ * before it is held, or more where the event loop does not turn for long. Returns false when
  * Node's options already size the young generation. Called by the doors before the first model
  * build: the CLI when a command opens the repository, the Action at its start.
  */
@@ -35,11 +36,13 @@ export function boundYoungGeneration(limitBytes = YOUNG_GENERATION_BYTES, nodeOp
   if (bounding) return true;
   bounding = true;
   const observer = new PerformanceObserver(() => {
-    // the whole heap is at least the young generation: node:v8 (a few ms to load) waits until it could have reached the bound
+    // node:v8 (a few ms to load) waits until the whole heap could hold a young generation at half the bound beside the rest
     if (process.memoryUsage().heapTotal < limitBytes) return;
     const v8 = createRequire(import.meta.url)('node:v8') as typeof import('node:v8');
     const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
-    if (!young || young.space_size < limitBytes) return;
+    // held from half the bound: the collection is seen late (after a turn of the event loop or
+    // two), and the young generation may have doubled again meanwhile, up to the bound
+    if (!young || young.space_size < limitBytes / 2) return;
     v8.setFlagsFromString('--semi-space-growth-factor=1');
     observer.disconnect();
   });
