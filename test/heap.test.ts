@@ -22,22 +22,24 @@ for (let batch = 0; batch < 50; batch++) {
   await new Promise((resolve) => setImmediate(resolve));
   largest = Math.max(largest, v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size);
 }
-process.stdout.write(JSON.stringify({ bounded, largest, kept: kept.length }));
+// where it settled: during a collection new_space briefly holds more pages (measured up to 37 MB bounded)
+const settled = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+process.stdout.write(JSON.stringify({ bounded, largest, settled, kept: kept.length }));
 `;
 
-async function keeper(flags: string[], env: Record<string, string>): Promise<{ bounded: boolean | null; largest: number }> {
+async function keeper(flags: string[], env: Record<string, string>): Promise<{ bounded: boolean | null; largest: number; settled: number }> {
   const { stdout } = await promisify(execFile)(process.execPath, [...flags, '--input-type=module', '-e', KEEPER], { env: { ...process.env, NODE_OPTIONS: '', ...env } });
-  return JSON.parse(stdout) as { bounded: boolean | null; largest: number };
+  return JSON.parse(stdout) as { bounded: boolean | null; largest: number; settled: number };
 }
 
 test('a process that keeps what it allocates: bounded, the young generation stops near the bound; unbounded, it grows far past it', async (t) => {
   // the unbounded one may grow to 32 MB semi-spaces (V8 picks its maximum from the machine's memory; set here, not left to the machine)
   const [bounded, unbounded] = await Promise.all([keeper([], { BOUND: '1' }), keeper(['--max-semi-space-size=32'], { BOUND: '0' })]);
   t.true(bounded.bounded);
-  // new_space's size: both semi-spaces' pages in use; the bound is seen after a collection, so it
-  // may have doubled once more before it was held (measured: 16 to 28 MB; unbounded: 64 MB)
-  t.true(bounded.largest <= 4 * YOUNG_GENERATION_BYTES, `bounded: ${bounded.largest} bytes`);
-  t.true(unbounded.largest > 4 * YOUNG_GENERATION_BYTES, `unbounded: ${unbounded.largest} bytes (the workload must grow it, else the first assertion proves nothing)`);
+  // new_space's size as Node reports it (its pages: 16 MB from the first collection on); the bound
+  // is seen after a collection (measured: settled at 16 MB, briefly up to 37 MB; unbounded: 64 MB)
+  t.true(bounded.settled <= 2 * YOUNG_GENERATION_BYTES, `bounded: settled at ${bounded.settled} bytes, largest ${bounded.largest}`);
+  t.true(unbounded.settled > 4 * YOUNG_GENERATION_BYTES, `unbounded: settled at ${unbounded.settled} bytes (the workload must grow it, else the first assertion proves nothing)`);
 });
 
 test("Node options that size the young generation are obeyed as given (the controller's Deployment sets one)", (t) => {
