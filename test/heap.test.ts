@@ -37,8 +37,10 @@ test('a process that keeps what it allocates: bounded, the young generation stop
   const [bounded, unbounded] = await Promise.all([keeper([], { BOUND: '1' }), keeper(['--max-semi-space-size=32'], { BOUND: '0' })]);
   t.true(bounded.bounded);
   // new_space's size as Node reports it (its pages: 16 MB from the first collection on); the bound
-  // is seen after a collection (measured: settled at 16 MB, briefly up to 37 MB; unbounded: 64 MB)
-  t.true(bounded.settled <= 2 * YOUNG_GENERATION_BYTES, `bounded: settled at ${bounded.settled} bytes, largest ${bounded.largest}`);
+  // is seen after a collection (measured: settled at 16 MB, briefly up to 37 MB; unbounded: 64 MB).
+  // One growth more before the observer runs (a loaded machine) is allowed: 32 MB, still half of
+  // where the unbounded process settles, so the test fails without the bound.
+  t.true(bounded.settled <= 4 * YOUNG_GENERATION_BYTES, `bounded: settled at ${bounded.settled} bytes, largest ${bounded.largest}`);
   t.true(unbounded.settled > 4 * YOUNG_GENERATION_BYTES, `unbounded: settled at ${unbounded.settled} bytes (the workload must grow it, else the first assertion proves nothing)`);
 });
 
