@@ -196,7 +196,7 @@ function collect(doc: unknown, source: string, index: number, out: Observed[]): 
     for (const item of doc.items) collect(item, source, index, out);
     return;
   }
-  out.push({ object: checked(doc, source, index), source });
+  out.push({ object: admitted(doc, source, index, true), source });
 }
 
 function isList(doc: unknown): doc is { kind: string; items: unknown[] } {
@@ -204,16 +204,12 @@ function isList(doc: unknown): doc is { kind: string; items: unknown[] } {
   return typeof o === 'object' && o !== null && !Array.isArray(o) && typeof o.kind === 'string' && /List$/.test(o.kind) && Array.isArray(o.items);
 }
 
-/** One document (or List item) as a Kubernetes object: checked, scrubbed, its status times read. */
-function checked(doc: unknown, source: string, index: number): KubeObject {
-  return admitted(doc, source, index, true);
-}
-
 /**
- * checked, without the scrub when `scrub` is false: the stream reader's first parse, which only
- * admits the object and keeps its identity (scrubbed: Interner) — the engine gets the object from
- * the second parse, which scrubs it (SnapshotObject). Scrubbing changes no type, and no status
- * time from one that parses to one that does not.
+ * One document (or List item) as a Kubernetes object: checked, scrubbed, its status times read.
+ * Without the scrub when `scrub` is false: the stream reader's first parse, which only admits the
+ * object and keeps its identity (scrubbed: Interner) — the engine gets the object from the second
+ * parse, which scrubs it (SnapshotObject). Scrubbing changes no type, and no status time from one
+ * that parses to one that does not.
  */
 function admitted(doc: unknown, source: string, index: number, scrub: boolean): KubeObject {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
@@ -341,7 +337,7 @@ class SnapshotObject implements Observed {
       if (error instanceof InputError) throw error;
       throw new InputError(`${this.#what()} could not be read again: the file changed while lastgood read it`, { file: this.source, cause: error });
     }
-    const object = isList(doc) ? undefined : checked(doc, this.source, 0);
+    const object = isList(doc) ? undefined : admitted(doc, this.source, 0, true);
     const m = object?.metadata;
     if (!object || object.apiVersion !== this.id.apiVersion || object.kind !== this.id.kind || m!.name !== this.id.name || m!.namespace !== this.id.namespace) {
       throw new InputError(`${this.#what()} is no longer there: the file changed while lastgood read it`, { file: this.source });
