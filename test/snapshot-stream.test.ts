@@ -138,6 +138,18 @@ test('the streamed reader yields what the whole parse yields, or its error, wher
   }), { numRuns: 400 });
 });
 
+// Found by the property above (2026-11-26): the lines after a List's entries were parsed apart from
+// those before, so a line that is no key of the List (`{{ .ns }}`) read as a flow mapping of its
+// own there, and the file was judged while the whole parse refuses it.
+test('the lines before and after a List\'s items are read together, as in the whole document', (t) => {
+  const entry = '- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a, namespace: prod}\n';
+  for (const tail of ['{{ .ns }}\n', 'kind: List\n{{ .ns }}\n', 'kind: List\nkind: ConfigMapList\n', 'kind: List\nitems: []\n', 'kind: List\n[a]\n', 'metadata: {}\n']) {
+    const text = `apiVersion: v1\nkind: List\nitems:\n${entry}${entry.replace('name: a', 'name: b')}${tail}`;
+    t.deepEqual(streamed(text), whole(text), text);
+  }
+  t.regex((streamed(`apiVersion: v1\nkind: List\nitems:\n${entry}{{ .ns }}\n`) as { error: string }).error, /^f\.yaml:\d+: cannot parse as YAML or JSON/);
+});
+
 test('a file read in chunks of any size, with pieces too large to gather left to the whole parse, yields what the whole parse yields', async (t) => {
   const dir = tempDir();
   let n = 0;

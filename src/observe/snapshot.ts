@@ -238,7 +238,7 @@ class SplitReader implements SplitEvents {
   readonly #source: string;
   readonly #text: (range: Range) => string;
   readonly #names = new Interner();
-  #head: Record<string, unknown> | undefined;
+  #head: string | undefined;
 
   constructor(source: string, text: (range: Range) => string) {
     this.#source = source;
@@ -256,7 +256,7 @@ class SplitReader implements SplitEvents {
   }
 
   listHead(_range: Range, bytes: Buffer): void {
-    this.#head = envelopePart(bytes.toString('utf8'));
+    this.#head = bytes.toString('utf8');
   }
 
   item(range: Range, bytes: Buffer): void {
@@ -264,10 +264,9 @@ class SplitReader implements SplitEvents {
   }
 
   listTail(_range: Range, bytes: Buffer): void {
-    const head = this.#head;
-    const tail = envelopePart(bytes.toString('utf8'));
-    const kind = Object.hasOwn(tail, 'kind') ? tail.kind : head?.kind;
-    if (!head || typeof kind !== 'string' || !/List$/.test(kind)) throw new Error('the items are not those of a List');
+    if (this.#head === undefined) throw new Error('a List tail without its head');
+    const envelope = envelopeOf(this.#head, bytes.toString('utf8'));
+    if (typeof envelope.kind !== 'string' || !/List$/.test(envelope.kind)) throw new Error('the items are not those of a List');
     this.#head = undefined;
   }
 
@@ -278,17 +277,22 @@ class SplitReader implements SplitEvents {
   }
 }
 
-/** A List's head or tail parsed alone: a mapping without `items` (nothing but comments: an empty one). */
-function envelopePart(text: string): Record<string, unknown> {
-  const docs = jsYaml.loadAll(text, null, { json: true });
-  // `~` or `null` is a null the whole parse would refuse before `items:`
-  if (docs.length === 0 || (docs.length === 1 && docs[0] === null && ONLY_COMMENTS.test(text))) return {};
-  const d = docs[0];
-  if (docs.length === 1 && typeof d === 'object' && d !== null && !Array.isArray(d) && !Object.hasOwn(d, 'items')) return d as Record<string, unknown>;
-  throw new Error('not the head or tail of a List');
-}
+/** Stands for a List's items between its head and tail (a value no snapshot holds). */
+const ITEMS_HELD_APART = 'lastgood-items-held-apart-5c0e9b';
 
-const ONLY_COMMENTS = /^(?:---[ \t]*(?:#.*)?\r?\n)?(?:[ \t]*(?:#.*)?(?:\r?\n|$))*$/;
+/**
+ * A List without its items: the lines before `items:` and after the entries, parsed together with
+ * a stand-in `items:` between them, so that they are read as in the whole document (a line after
+ * the entries that is no key of the mapping, such as `{{ .ns }}`, fails here as it fails there; a
+ * key given both before and after the items keeps the later value, as there; a second `items:`
+ * replaces the stand-in, and the file goes to the whole parse).
+ */
+function envelopeOf(head: string, tail: string): Record<string, unknown> {
+  const docs = jsYaml.loadAll(`${head}items: ${ITEMS_HELD_APART}\n${tail}`, null, { json: true });
+  const d = docs[0];
+  if (docs.length === 1 && typeof d === 'object' && d !== null && !Array.isArray(d) && (d as Record<string, unknown>).items === ITEMS_HELD_APART) return d as Record<string, unknown>;
+  throw new Error('not the head and tail of a List');
+}
 
 /** One piece parsed alone: a whole document, or a List item (its `- ` entry: a sequence of one). */
 function pieceOf(text: string, item: boolean): unknown {
