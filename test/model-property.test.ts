@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
@@ -13,6 +12,7 @@ import { verifyPlan } from '../src/verify/model-check.ts';
 import { renderCheck } from '../src/verify/render-check.ts';
 import { detectRenderer } from '../src/verify/render.ts';
 import { addAndCommit, git, makeRepo, tempDir } from './support/git.ts';
+import { runSync, runSyncBuffer } from './support/spawner.ts';
 import { evidenceOf } from './support/history.ts';
 import { kustomization } from './support/objects.ts';
 
@@ -126,7 +126,7 @@ function commitAll(dir: string, message: string): string {
 
 /** The objects Flux builds for clusters/prod, rendered from a plain checkout (independent of lastgood's renderer). */
 function renderCheckout(dir: string): Map<string, unknown> {
-  const out = execFileSync('kubectl', ['kustomize', '--load-restrictor', 'LoadRestrictionsNone', path.join(dir, 'clusters/prod')], { encoding: 'utf8' });
+  const out = runSync('kubectl', ['kustomize', '--load-restrictor', 'LoadRestrictionsNone', path.join(dir, 'clusters/prod')]);
   const objects = new Map<string, unknown>();
   for (const d of jsYaml.loadAll(out) as Array<Record<string, any>>) {
     if (!d) continue;
@@ -208,7 +208,7 @@ test('an accepted plan makes every field it changes in the rendered target equal
                     if ('delete' in f) rmSync(full, { force: true });
                     else {
                       mkdirSync(path.dirname(full), { recursive: true });
-                      writeFileSync(full, 'content' in f ? f.content : execFileSync('git', ['cat-file', 'blob', f.oid], { cwd: dir }));
+                      writeFileSync(full, 'content' in f ? f.content : runSyncBuffer('git', ['cat-file', 'blob', f.oid], { cwd: dir }));
                     }
                   }
                   return flatten(renderCheckout(wt));

@@ -8,6 +8,7 @@ import git from 'isomorphic-git';
 import { BrokenRefError, compareAndSwapRef, LockHeldError, readPackedRefs, readRef, RefLock, type StepHook } from '../src/deliver/local/refs.ts';
 import { InputError } from '../src/errors.ts';
 import { commit, git as sh, makeRepo, tempDir } from './support/git.ts';
+import { runSync } from './support/spawner.ts';
 
 /**
  * git's ref discipline (src/deliver/local/refs.ts): strict reads that agree with git, the lock protocol
@@ -33,7 +34,7 @@ function bareRepo(): { gitdir: string; first: string; child: (parent: string, la
 /** `git` with no wait for a held ref lock (core.filesRefLockTimeout=0), so it fails at once as a contending writer. */
 function nativeGit(gitdir: string, ...args: string[]): { ok: boolean; out: string } {
   try {
-    return { ok: true, out: execFileSync('git', ['-c', 'core.filesRefLockTimeout=0', ...args], { cwd: gitdir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim() };
+    return { ok: true, out: runSync('git', ['-c', 'core.filesRefLockTimeout=0', ...args], { cwd: gitdir }).trim() };
   } catch (error) {
     return { ok: false, out: String((error as { stderr?: string }).stderr ?? error) };
   }

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import test from 'ava';
 import fc from 'fast-check';
 import { LocalRepo } from '../src/deliver/local/index.ts';
@@ -7,6 +6,7 @@ import type { FileChange } from '../src/repo/types.ts';
 import { mergeText } from '../src/revert/merge-lines.ts';
 import { planRevert } from '../src/revert/threeway.ts';
 import { commit, git, makeRepo } from './support/git.ts';
+import { runSync } from './support/spawner.ts';
 
 /**
  * Properties of planRevert over generated histories of YAML files (each line unique, so that the
@@ -98,7 +98,7 @@ const entries = (dir: string, rev: string, target: string) =>
 
 function show(dir: string, rev: string, file: string): string | undefined {
   try {
-    return execFileSync('git', ['show', `${rev}:${file}`], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return runSync('git', ['show', `${rev}:${file}`], { cwd: dir });
   } catch {
     return undefined;
   }

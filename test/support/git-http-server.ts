@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawnRelayed } from './spawner.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -18,7 +18,9 @@ import { gunzipSync, gzipSync } from 'node:zlib';
  * including the ref commands and object count of each push.
  *
  * The server runs in the test's own process: drive native git against it with an asynchronous
- * child process (execFile/spawn), never execFileSync, or the server cannot answer.
+ * child process (execFile/spawn), never execFileSync or support/git.ts's `git()` (they wait for
+ * the child with the process blocked), or the server cannot answer. Its `git http-backend`
+ * processes are started by the worker's small relay process (support/spawner.ts).
  */
 export interface GitHttpServer {
   /** base URL, e.g. http://127.0.0.1:PORT; a repository `root/x.git` is at `${url}/x.git` */
@@ -236,7 +238,7 @@ function authorized(header: string | undefined, token: string): boolean {
 
 function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, dropAfter: boolean, record: RequestRecord, corrupt = false, gzip = false): void {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  const child = spawn('git', ['http-backend'], {
+  const child = spawnRelayed('git', ['http-backend'], {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? '/tmp',
@@ -265,7 +267,6 @@ function runBackend(opts: GitHttpServerOptions, req: http.IncomingMessage, body:
       CONTENT_LENGTH: String(body.length),
       ...(req.headers['git-protocol'] && opts.protocol !== 0 ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
     },
-    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let head = Buffer.alloc(0);
   let headerDone = false;

@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { runSync } from './spawner.ts';
 
 /** Real git repositories for tests, made with the real `git` in temp dirs. */
 
@@ -14,7 +14,7 @@ const ENV = {
 };
 
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, env: ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  return runSync('git', args, { cwd, env: ENV }).trim();
 }
 
 export function tempDir(prefix = 'lastgood-test-'): string {
@@ -45,13 +45,11 @@ export function commit(repo: string, files: Record<string, string | null>, messa
 }
 
 /**
- * `git add -A` then `git commit ARGS` in one shell, and the new HEAD. One process started from the
- * test worker instead of two: starting a process from a worker of 100–250 MB costs the worker
- * ~7 ms of CPU (the fork copies its page tables), from the small shell well under one, and the
- * tests make thousands of commits.
+ * `git add -A` then `git commit ARGS` in one shell, and the new HEAD: one request to the spawner
+ * (support/spawner.ts) instead of two, and the tests make thousands of commits.
  */
 export function addAndCommit(repo: string, commitArgs: string[], env: NodeJS.ProcessEnv): string {
-  execFileSync('/bin/sh', ['-c', 'git add -A && exec git commit "$@"', 'sh', ...commitArgs], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  runSync('/bin/sh', ['-c', 'git add -A && exec git commit "$@"', 'sh', ...commitArgs], { cwd: repo, env });
   return headOf(repo);
 }
 

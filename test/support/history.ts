@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
@@ -11,6 +10,7 @@ import { planRevert } from '../../src/revert/threeway.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import type { KubeObject } from '../../src/observe/types.ts';
 import { addAndCommit, git, makeRepo, tempDir } from './git.ts';
+import { runSync } from './spawner.ts';
 import { startGitHubEmulator } from './github-emulator.ts';
 import { startGitHttpServer } from './git-http-server.ts';
 import { RemoteRepo } from '../../src/deliver/git-remote/remote-repo.ts';
@@ -50,13 +50,13 @@ export class History {
   }
   /** merges `other` into the current branch with a merge commit; returns it */
   merge(other: string, message = `Merge ${other}`): string {
-    execFileSync('git', ['merge', '-q', '--no-ff', '--no-edit', '-m', message, other], { cwd: this.dir, env: gitEnv() });
+    runSync('git', ['merge', '-q', '--no-ff', '--no-edit', '-m', message, other], { cwd: this.dir, env: gitEnv() });
     return this.git('rev-parse', 'HEAD');
   }
   /** merges `other`; where git conflicts, the files are resolved as given (a person's conflict resolution) */
   mergeResolving(other: string, resolved: Record<string, string>, message = `Merge ${other}`): string {
     try {
-      execFileSync('git', ['merge', '-q', '--no-ff', '--no-edit', '-m', message, other], { cwd: this.dir, env: gitEnv(), stdio: 'pipe' });
+      runSync('git', ['merge', '-q', '--no-ff', '--no-edit', '-m', message, other], { cwd: this.dir, env: gitEnv() });
     } catch {
       for (const [file, content] of Object.entries(resolved)) writeFileSync(path.join(this.dir, file), content);
       addAndCommit(this.dir, ['-q', '--no-edit'], gitEnv());
@@ -65,7 +65,7 @@ export class History {
   }
   /** `git revert --no-edit` of a commit: a person's revert */
   revert(sha: string): string {
-    execFileSync('git', ['revert', '--no-edit', sha], { cwd: this.dir, env: gitEnv() });
+    runSync('git', ['revert', '--no-edit', sha], { cwd: this.dir, env: gitEnv() });
     return this.git('rev-parse', 'HEAD');
   }
   rev(ref: string): string {
@@ -182,7 +182,7 @@ export function gitRevertOracle(dir: string, located: Located, paths: string[], 
     const steps = located.revert.kind === 'range' ? [{ base: synthetic(dir, located.revert.base, located.revert.theirs), theirs: located.revert.theirs, merge: false }] : located.revert.steps.map((s) => ({ ...s, merge: git(dir, 'rev-list', '--parents', '-n', '1', s.base).split(' ').length > 2 }));
     for (const s of steps) {
       try {
-        execFileSync('git', ['revert', '--no-commit', ...(s.merge ? ['-m', '1'] : []), s.base], { cwd: work, env: gitEnv(), stdio: 'pipe' });
+        runSync('git', ['revert', '--no-commit', ...(s.merge ? ['-m', '1'] : []), s.base], { cwd: work, env: gitEnv() });
       } catch {
         return { conflict: true };
       }
@@ -190,11 +190,11 @@ export function gitRevertOracle(dir: string, located: Located, paths: string[], 
     // a range is reverted on the files the bad commits changed only: the others stay as at the head
     if (located.revert.kind === 'range') {
       const files = new Set(located.revert.files);
-      const changed = execFileSync('git', ['diff', '--name-only', 'HEAD'], { cwd: work, encoding: 'utf8' }).split('\n').filter(Boolean);
-      const added = execFileSync('git', ['diff', '--name-only', '--cached', '--diff-filter=A', 'HEAD'], { cwd: work, encoding: 'utf8' }).split('\n').filter(Boolean);
+      const changed = runSync('git', ['diff', '--name-only', 'HEAD'], { cwd: work }).split('\n').filter(Boolean);
+      const added = runSync('git', ['diff', '--name-only', '--cached', '--diff-filter=A', 'HEAD'], { cwd: work }).split('\n').filter(Boolean);
       for (const f of changed.filter((c) => !files.has(c))) {
-        if (added.includes(f)) execFileSync('git', ['rm', '-q', '-f', '--', f], { cwd: work });
-        else execFileSync('git', ['checkout', '-q', 'HEAD', '--', f], { cwd: work });
+        if (added.includes(f)) runSync('git', ['rm', '-q', '-f', '--', f], { cwd: work });
+        else runSync('git', ['checkout', '-q', 'HEAD', '--', f], { cwd: work });
       }
     }
     const after = new Map<string, Buffer>();
@@ -208,7 +208,7 @@ export function gitRevertOracle(dir: string, located: Located, paths: string[], 
 
 /** A commit whose tree is `tree`'s and whose parent is `parent`: a range squashed into one commit. */
 function synthetic(dir: string, tree: string, parent: string): string {
-  return execFileSync('git', ['commit-tree', `${tree}^{tree}`, '-p', parent, '-m', 'range'], { cwd: dir, env: gitEnv(), encoding: 'utf8' }).trim();
+  return runSync('git', ['commit-tree', `${tree}^{tree}`, '-p', parent, '-m', 'range'], { cwd: dir, env: gitEnv() }).trim();
 }
 
 function collect(root: string, rel: string, out: Map<string, Buffer>): void {

@@ -1,9 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, lastgood, type CliResult } from './cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './git.ts';
+import { runSync } from './spawner.ts';
 import { kustomization, yamlDocs } from './objects.ts';
 import { RENDER } from './render-off.ts';
 
@@ -180,7 +181,7 @@ function treeWith(repo: string, commitSha: string, file: string, blob: string): 
 }
 
 function execGit(cwd: string, args: string[], input?: string, env: Record<string, string> = {}): string {
-  return execFileSync('git', args, { cwd, input, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'Person', GIT_AUTHOR_EMAIL: 'person@example.com', GIT_COMMITTER_NAME: 'Person', GIT_COMMITTER_EMAIL: 'person@example.com', ...env }, stdio: ['pipe', 'pipe', 'pipe'] }).trim();
+  return runSync('git', args, { cwd, ...(input === undefined ? {} : { input }), env: { ...process.env, GIT_AUTHOR_NAME: 'Person', GIT_AUTHOR_EMAIL: 'person@example.com', GIT_COMMITTER_NAME: 'Person', GIT_COMMITTER_EMAIL: 'person@example.com', ...env } }).trim();
 }
 
 /** The lastgood commits on main's first-parent line that revert `bad`. */
