@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { spawnRelayed } from './spawner.ts';
 
 /**
  * The git plumbing behind the GitHub emulator: every object the emulator serves or creates is a
@@ -71,9 +72,9 @@ export class BareRepo {
   run(args: string[], input?: Buffer | string, env: Record<string, string> = {}): Promise<Buffer> {
     this.spawned++;
     return new Promise((resolve, reject) => {
-      const child = spawn('git', ['--git-dir', this.gitdir, ...args], {
+      // started by the worker's small relay process: a fork of the worker costs in proportion to its memory (support/spawner.ts)
+      const child = spawnRelayed('git', ['--git-dir', this.gitdir, ...args], {
         env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', ...env },
-        stdio: ['pipe', 'pipe', 'pipe'],
       });
       const out: Buffer[] = [];
       let err = '';

@@ -146,28 +146,18 @@ interface CompiledPath {
   literal: number;
 }
 
+/** Each description's path templates, compiled once per process (an emulator starts per test; GitHub's has ~1,000 paths). */
+const compiledPaths = new WeakMap<OpenApiDocument, CompiledPath[]>();
+
 export class OpenApiValidator {
   readonly doc: OpenApiDocument;
   private readonly compiled: CompiledPath[];
 
   constructor(doc: OpenApiDocument = gitHubOpenApi()) {
     this.doc = doc;
-    this.compiled = Object.keys(doc.paths).map((template) => {
-      const names: string[] = [];
-      // parameters the description marks as spanning segments (e.g. tree_sha) are greedy too
-      const multi = new Set(
-        Object.values(doc.paths[template] ?? {})
-          .flatMap((op) => (Array.isArray(op?.parameters) ? op.parameters : []))
-          .map((p) => resolveRef<Schema & { name: string }>(doc, p))
-          .filter((p) => p['x-multi-segment'] === true)
-          .map((p) => p.name),
-      );
-      const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^}]+)\}/g, (_, name: string) => {
-        names.push(name);
-        return SLASHY.has(name) || multi.has(name) ? '(.+)' : '([^/]+)';
-      });
-      return { template, regex: new RegExp(`^${source}$`), names, literal: template.replace(/\{[^}]+\}/g, '').length };
-    });
+    let compiled = compiledPaths.get(doc);
+    if (!compiled) compiledPaths.set(doc, (compiled = compilePaths(doc)));
+    this.compiled = compiled;
   }
 
   /** The operation for a method and raw (still percent-encoded) path; the most specific template wins. */
@@ -251,4 +241,23 @@ function coerce(doc: OpenApiDocument, schemaNode: unknown, raw: string): unknown
     default:
       return raw;
   }
+}
+
+function compilePaths(doc: OpenApiDocument): CompiledPath[] {
+  return Object.keys(doc.paths).map((template) => {
+    const names: string[] = [];
+    // parameters the description marks as spanning segments (e.g. tree_sha) are greedy too
+    const multi = new Set(
+      Object.values(doc.paths[template] ?? {})
+        .flatMap((op) => (Array.isArray(op?.parameters) ? op.parameters : []))
+        .map((p) => resolveRef<Schema & { name: string }>(doc, p))
+        .filter((p) => p['x-multi-segment'] === true)
+        .map((p) => p.name),
+    );
+    const source = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{([^}]+)\}/g, (_, name: string) => {
+      names.push(name);
+      return SLASHY.has(name) || multi.has(name) ? '(.+)' : '([^/]+)';
+    });
+    return { template, regex: new RegExp(`^${source}$`), names, literal: template.replace(/\{[^}]+\}/g, '').length };
+  });
 }
