@@ -34,7 +34,8 @@ function check(name: string, command: string, args: string[]): Promise<Ended> {
 }
 
 const checks = Promise.all([
-  check('type check (tsc)', bin('tsc'), ['-p', 'tsconfig.json', '--noEmit']),
+  // incremental: what tsc learnt of the unchanged files is kept between runs (a fresh clone checks all: ~20 s of CPU; a rerun after a small change ~3 s)
+  check('type check (tsc)', bin('tsc'), ['-p', 'tsconfig.json', '--noEmit', '--incremental', '--tsBuildInfoFile', path.join(ROOT, 'node_modules', '.cache', 'lastgood-tsc', 'tsbuildinfo')]),
   check('import circles', process.execPath, [path.join(ROOT, 'scripts', 'import-cycles.ts')]),
 ]);
 const tests = new Promise<number>((resolve) => {

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import { parseAllDocuments } from 'yaml';
 import { mergeFile } from '../src/revert/merge-file.ts';
 import { mergeText } from '../src/revert/merge-lines.ts';
 import { mergeYaml } from '../src/revert/yaml-merge.ts';
+import { runSync } from './support/spawner.ts';
 
 /** The structural YAML merge and the diff3 line merge on their own (pure functions). */
 
@@ -133,7 +133,7 @@ test('diff3 against git merge-file on files with repeated lines: it conflicts wh
   const gitMerge = (base: string, ours: string, theirs: string): { clean: boolean; text: string } => {
     for (const [name, text] of [['base', base], ['ours', ours], ['theirs', theirs]] as const) writeFileSync(path.join(dir, name), text);
     try {
-      return { clean: true, text: execFileSync('git', ['merge-file', '-p', 'ours', 'base', 'theirs'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }) };
+      return { clean: true, text: runSync('git', ['merge-file', '-p', 'ours', 'base', 'theirs'], { cwd: dir }) };
     } catch (error) {
       const e = error as { status?: number; stdout?: string };
       if (typeof e.status === 'number' && e.status > 0 && e.status < 127) return { clean: false, text: e.stdout ?? '' };

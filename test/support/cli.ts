@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureCli } from '../../scripts/build-cli.ts';
+import { spawnRelayed } from './spawner.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin', 'lastgood.js');
@@ -19,7 +19,8 @@ export interface CliResult {
 /** Runs the CLI as a user does: a spawned process running the bundle, with this process's Node. */
 export function lastgood(args: string[], opts: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env } });
+    // started by the worker's small relay process: a fork of the worker costs in proportion to its memory (support/spawner.ts)
+    const child = spawnRelayed(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

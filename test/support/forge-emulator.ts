@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { promisify } from 'node:util';
 import type { GitHttpServer } from './git-http-server.ts';
 import { resolveRef, type OpenApiValidator, type OperationMatch } from './openapi-validator.ts';
+import { runRelayed } from './spawner.ts';
 
 /**
  * What the emulators of GitLab, Gitea, Bitbucket and Azure DevOps share (each host's file gives only
@@ -150,7 +149,8 @@ export interface ForgeEmulator {
   close(): Promise<void>;
 }
 
-const run = promisify(execFile);
+// git started by the worker's small relay process (support/spawner.ts)
+const run = (file: string, args: string[], opts: { cwd: string }) => runRelayed(file, args, opts);
 
 export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmulator> {
   const violations: string[] = [];
@@ -163,10 +163,10 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
     base: '',
     nextId: () => id++,
     now: () => new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-    git: async (args) => (await run('git', args, { cwd: opts.bareRepo, encoding: 'utf8' })).stdout.trim(),
+    git: async (args) => (await run('git', args, { cwd: opts.bareRepo })).stdout.trim(),
     branchHead: async (branch) => {
       try {
-        return (await run('git', ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { cwd: opts.bareRepo, encoding: 'utf8' })).stdout.trim() || undefined;
+        return (await run('git', ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { cwd: opts.bareRepo })).stdout.trim() || undefined;
       } catch {
         return undefined;
       }

@@ -177,3 +177,23 @@ export function spawnRelayed(file: string, args: string[], opts: { env: NodeJS.P
   send({ t: 'spawn', file, args, env: opts.env, cwd: opts.cwd ?? process.cwd() });
   return child;
 }
+
+/**
+ * `promisify(execFile)(file, args, { cwd, env, encoding: 'utf8' })`, started by the relay: stdout and
+ * stderr, or a rejection with `code`, `stdout` and `stderr` when the command fails.
+ */
+export function runRelayed(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawnRelayed(file, args, { env: opts.env ?? process.env, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code: number | null, signal: string | null) => {
+      if (code === 0) resolve({ stdout, stderr });
+      else reject(Object.assign(new Error(`Command failed: ${[file, ...args].join(' ')}\n${stderr}`), { code, signal, stdout, stderr }));
+    });
+    child.stdin.end();
+  });
+}
