@@ -17,8 +17,10 @@
  * Pure: bytes in, ranges and their bytes out. `NotSplit` is thrown for a stream this split does
  * not read (YAML directives, `...` document ends, lone CR line breaks, an entry line out of
  * kubectl's shape after items were given out): the whole parse reads it. (Go template
- * placeholders need no rule here: the whole parse reads them as words only where it fails, and
- * then a piece fails too, which sends the file to the whole parse.)
+ * placeholders need no rule here: the whole parse refuses them only where they break the YAML,
+ * and there the piece holding them fails too, which sends the file to the whole parse; a List's
+ * head and tail are parsed together for this, snapshot.ts envelopeOf: a `{{ .ns }}` line after
+ * the entries parses alone, as a flow mapping.)
  */
 
 /** A byte range [start, end) of the snapshot. */

@@ -149,9 +149,6 @@ export interface ForgeEmulator {
   close(): Promise<void>;
 }
 
-// git started by the worker's small relay process (support/spawner.ts)
-const run = (file: string, args: string[], opts: { cwd: string }) => runRelayed(file, args, opts);
-
 export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmulator> {
   const violations: string[] = [];
   const log: ForgeRecord[] = [];
@@ -163,10 +160,11 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
     base: '',
     nextId: () => id++,
     now: () => new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-    git: async (args) => (await run('git', args, { cwd: opts.bareRepo })).stdout.trim(),
+    // git started by the worker's small relay process (support/spawner.ts)
+    git: async (args) => (await runRelayed('git', args, { cwd: opts.bareRepo })).stdout.trim(),
     branchHead: async (branch) => {
       try {
-        return (await run('git', ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { cwd: opts.bareRepo })).stdout.trim() || undefined;
+        return (await runRelayed('git', ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`], { cwd: opts.bareRepo })).stdout.trim() || undefined;
       } catch {
         return undefined;
       }

@@ -52,11 +52,11 @@ export function gitHubGraphQLSchema(): GraphQLSchema {
  * GitHub's size is most of what the emulator spends on a request. (Both depend on the text and
  * the schema only; graphql-js does not change a document it executes.)
  */
-const checked = new WeakMap<GraphQLSchema, Map<string, { document: DocumentNode; invalid: readonly GraphQLError[] }>>();
+const checkedBySchema = new WeakMap<GraphQLSchema, Map<string, { document: DocumentNode; invalid: readonly GraphQLError[] }>>();
 
 function checkedDocument(schema: GraphQLSchema, query: string): { document: DocumentNode; invalid: readonly GraphQLError[] } {
-  let bySchema = checked.get(schema);
-  if (!bySchema) checked.set(schema, (bySchema = new Map()));
+  let bySchema = checkedBySchema.get(schema);
+  if (!bySchema) checkedBySchema.set(schema, (bySchema = new Map()));
   let found = bySchema.get(query);
   if (!found) {
     const document = parse(query);
@@ -117,14 +117,14 @@ export async function executeGraphQL(rawBody: string, root: Record<string, unkno
     return { status: 200, body: { errors: [{ message: 'A query attribute must be specified and must be a string.' }] } };
   }
   const schema = gitHubGraphQLSchema();
-  let document;
-  let invalid;
+  let checked;
   try {
-    ({ document, invalid } = checkedDocument(schema, request.query));
+    checked = checkedDocument(schema, request.query);
   } catch (error) {
     violations.push(`graphql: the document does not parse: ${(error as Error).message}`);
     return { status: 200, body: { errors: [{ message: (error as Error).message }] } };
   }
+  const { document, invalid } = checked;
   if (invalid.length > 0) {
     violations.push(...invalid.map((e) => `graphql: ${e.message}`));
     return { status: 200, body: { errors: invalid.map((e) => ({ path: [], locations: e.locations, message: e.message, extensions: { code: 'schemaViolation' } })) } };

@@ -159,6 +159,7 @@ export class SmartHttp {
       const timeoutMs = this.opts.timeoutMs ?? 120_000;
       // the whole exchange, answer's body included, within timeoutMs
       const signal = AbortSignal.timeout(timeoutMs);
+      const noAnswer = `no answer within ${Math.round(timeoutMs / 1000)} s`;
       let res: Http.IncomingMessage;
       try {
         res = await send(method, url, { ...headers, 'accept-encoding': 'gzip, deflate, br', ...this.headersFor(url) }, body, signal);
@@ -168,7 +169,7 @@ export class SmartHttp {
         if (e.code && TLS_CERTIFICATE.test(e.code)) {
           throw new RemoteError('git', `the TLS certificate of ${url.host} could not be verified (${e.code}: ${e.message ?? 'no detail'}): if the server uses a private certificate authority, give its certificate to Node in NODE_EXTRA_CA_CERTS; nothing was sent`, { cause: error });
         }
-        const why = signal.aborted ? `no answer within ${Math.round(timeoutMs / 1000)} s` : e.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}`.trim() : e.message ?? String(error);
+        const why = signal.aborted ? noAnswer : e.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}`.trim() : e.message ?? String(error);
         throw new TransientHttpError(`the connection to ${url.host} failed (${why})`, undefined, error);
       }
       const status = res.statusCode ?? 0;
@@ -196,7 +197,7 @@ export class SmartHttp {
         continue;
       }
       const buf = decode(await this.readBody(res, url).catch((error: unknown) => {
-        const why = signal.aborted ? `: no answer within ${Math.round(timeoutMs / 1000)} s` : '';
+        const why = signal.aborted ? `: ${noAnswer}` : '';
         throw new TransientHttpError(`the connection to ${url.host} dropped while reading the answer${why}`, status, error);
       }), res.headers['content-encoding'], url);
       if (status >= 200 && status < 300) return { status, contentType: res.headers['content-type'] ?? '', body: buf };
