@@ -4,7 +4,8 @@
 //   node scripts/import-cycles.ts [DIR]
 import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
 import { join, dirname, resolve, relative } from 'node:path';
-import ts from 'typescript';
+// TypeScript 6's JavaScript API (package alias `typescript-api`): TypeScript 7, which type-checks, has none
+import ts from 'typescript-api';
 
 export function importGraph(root: string): Map<string, string[]> {
   const files: string[] = [];
