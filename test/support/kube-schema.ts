@@ -1,4 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import jsyaml from 'js-yaml';
 
 /**
@@ -81,11 +85,38 @@ interface CrdDocument {
   };
 }
 
+const PARSED = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/.cache/lastgood-crds');
+
+/**
+ * A CRD file's documents, as js-yaml reads them, kept as JSON under node_modules/.cache by the
+ * hash of the file's text: the fixtures' 2.6 MB of CRD YAML take js-yaml ~0.4 s of CPU, their
+ * JSON ~12 ms, and each test process that starts the Kubernetes emulator reads them. Kept only
+ * when the JSON reads back equal to what js-yaml gave (a YAML timestamp would come back a string).
+ */
+function crdDocuments(file: string): CrdDocument[] {
+  const text = readFileSync(file, 'utf8');
+  const cached = path.join(PARSED, `${createHash('sha256').update(text).digest('hex')}.json`);
+  try {
+    return JSON.parse(readFileSync(cached, 'utf8')) as CrdDocument[];
+  } catch {
+    // not cached yet (or a torn write, which the rename below prevents): parse the YAML
+  }
+  const docs = jsyaml.loadAll(text) as CrdDocument[];
+  const json = JSON.stringify(docs);
+  if (isDeepStrictEqual(JSON.parse(json), docs)) {
+    mkdirSync(PARSED, { recursive: true });
+    const temporary = `${cached}.${process.pid}.tmp`;
+    writeFileSync(temporary, json);
+    renameSync(temporary, cached);
+  }
+  return docs;
+}
+
 /** The served versions of every CRD in the given YAML files (multi-document files allowed). */
 export function loadCrds(files: string[]): ResourceType[] {
   const types: ResourceType[] = [];
   for (const file of files) {
-    for (const doc of jsyaml.loadAll(readFileSync(file, 'utf8')) as CrdDocument[]) {
+    for (const doc of crdDocuments(file)) {
       if (!doc || doc.kind !== 'CustomResourceDefinition' || !doc.spec) continue;
       const { group, scope, names } = doc.spec;
       for (const v of doc.spec.versions) {
