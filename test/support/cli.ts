@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureCli } from '../../scripts/build-cli.ts';
-import { spawnRelayed } from './spawner.ts';
+import { collectRelayed } from './spawner.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin', 'lastgood.js');
@@ -17,16 +17,8 @@ export interface CliResult {
 }
 
 /** Runs the CLI as a user does: a spawned process running the bundle, with this process's Node. */
-export function lastgood(args: string[], opts: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    // started by the worker's small relay process: a fork of the worker costs in proportion to its memory (support/spawner.ts)
-    const child = spawnRelayed(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(opts.input ?? '');
-  });
+export async function lastgood(args: string[], opts: { cwd?: string; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  // started by the worker's small relay process: a fork of the worker costs in proportion to its memory (support/spawner.ts)
+  const r = await collectRelayed(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, input: opts.input });
+  return { code: r.code ?? -1, stdout: r.stdout, stderr: r.stderr };
 }

@@ -219,15 +219,6 @@ const BUILTINS: ResourceType[] = [
   builtin('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets', true, true, true, ['pdb']),
 ];
 
-// Parsing the CRDs takes ~100 ms; emulators in one test process share the (read-only) result.
-const crdCache = new Map<string, ResourceType[]>();
-function crdTypes(files: readonly string[]): ResourceType[] {
-  return files.flatMap((f) => {
-    if (!crdCache.has(f)) crdCache.set(f, loadCrds([f]));
-    return crdCache.get(f)!;
-  });
-}
-
 const typeKey = (t: Pick<ResourceType, 'group' | 'version' | 'plural'>) => `${t.group}/${t.version}/${t.plural}`;
 const objectKey = (ns: string | undefined, name: string) => `${ns ?? ''}/${name}`;
 const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -297,7 +288,7 @@ class Emulator implements KubeEmulator {
     this.token = opts.token ?? randomBytes(16).toString('hex');
     this.gone = opts.gone ?? 'event';
     this.bookmarkIntervalMs = opts.bookmarkIntervalMs;
-    this.resourceTypes = [...BUILTINS, ...crdTypes(opts.crds ?? ALL_CRDS)];
+    this.resourceTypes = [...BUILTINS, ...loadCrds(opts.crds ?? ALL_CRDS)];
     for (const t of this.resourceTypes) {
       this.byKey.set(typeKey(t), t);
       this.byKind.set(`${apiVersionOf(t)}/${t.kind}`, t);

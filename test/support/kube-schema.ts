@@ -112,22 +112,31 @@ function crdDocuments(file: string): CrdDocument[] {
   return docs;
 }
 
-/** The served versions of every CRD in the given YAML files (multi-document files allowed). */
-export function loadCrds(files: string[]): ResourceType[] {
+/** Each file's types, read once per process: emulators and checks in one test process share them. */
+const loaded = new Map<string, ResourceType[]>();
+
+/** The served versions of every CRD in the given YAML files (multi-document files allowed). Shared: never change the result. */
+export function loadCrds(files: readonly string[]): ResourceType[] {
+  return files.flatMap((file) => {
+    let types = loaded.get(file);
+    if (!types) loaded.set(file, (types = crdTypesIn(file)));
+    return types;
+  });
+}
+
+function crdTypesIn(file: string): ResourceType[] {
   const types: ResourceType[] = [];
-  for (const file of files) {
-    for (const doc of crdDocuments(file)) {
-      if (!doc || doc.kind !== 'CustomResourceDefinition' || !doc.spec) continue;
-      const { group, scope, names } = doc.spec;
-      for (const v of doc.spec.versions) {
-        if (!v.served) continue;
-        types.push({
-          group, version: v.name, kind: names.kind, listKind: names.listKind ?? `${names.kind}List`,
-          plural: names.plural, singular: names.singular ?? names.kind.toLowerCase(), namespaced: scope === 'Namespaced',
-          shortNames: names.shortNames ?? [], statusSubresource: v.subresources?.status !== undefined, custom: true, generation: true,
-          ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}), source: file,
-        });
-      }
+  for (const doc of crdDocuments(file)) {
+    if (!doc || doc.kind !== 'CustomResourceDefinition' || !doc.spec) continue;
+    const { group, scope, names } = doc.spec;
+    for (const v of doc.spec.versions) {
+      if (!v.served) continue;
+      types.push({
+        group, version: v.name, kind: names.kind, listKind: names.listKind ?? `${names.kind}List`,
+        plural: names.plural, singular: names.singular ?? names.kind.toLowerCase(), namespaced: scope === 'Namespaced',
+        shortNames: names.shortNames ?? [], statusSubresource: v.subresources?.status !== undefined, custom: true, generation: true,
+        ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}), source: file,
+      });
     }
   }
   return types;

@@ -186,11 +186,16 @@ export function spawnRelayed(file: string, args: string[], opts: { env: NodeJS.P
   return child;
 }
 
-/**
- * `promisify(execFile)(file, args, { cwd, env, encoding: 'utf8' })`, started by the relay: stdout and
- * stderr, or a rejection with `code`, `stdout` and `stderr` when the command fails.
- */
-export function runRelayed(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+/** What a relayed command printed and how it ended (`code` null: ended by `signal`). */
+export interface RelayedResult {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `file args` through the relay to its end, with `input` (if any) on its stdin; rejects only when it cannot start. */
+export function collectRelayed(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<RelayedResult> {
   return new Promise((resolve, reject) => {
     const child = spawnRelayed(file, args, { env: opts.env ?? process.env, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
     let stdout = '';
@@ -198,10 +203,17 @@ export function runRelayed(file: string, args: string[], opts: { cwd?: string; e
     child.stdout.on('data', (d: Buffer) => (stdout += d));
     child.stderr.on('data', (d: Buffer) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code: number | null, signal: string | null) => {
-      if (code === 0) resolve({ stdout, stderr });
-      else reject(Object.assign(new Error(`Command failed: ${[file, ...args].join(' ')}\n${stderr}`), { code, signal, stdout, stderr }));
-    });
-    child.stdin.end();
+    child.on('close', (code: number | null, signal: string | null) => resolve({ code, signal, stdout, stderr }));
+    child.stdin.end(opts.input ?? '');
   });
+}
+
+/**
+ * `promisify(execFile)(file, args, { cwd, env, encoding: 'utf8' })`, started by the relay: stdout and
+ * stderr, or a rejection with `code`, `stdout` and `stderr` when the command fails.
+ */
+export async function runRelayed(file: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ stdout: string; stderr: string }> {
+  const r = await collectRelayed(file, args, opts);
+  if (r.code !== 0) throw Object.assign(new Error(`Command failed: ${[file, ...args].join(' ')}\n${r.stderr}`), r);
+  return { stdout: r.stdout, stderr: r.stderr };
 }
