@@ -79,11 +79,12 @@ export async function runAction(opts: RunActionOptions): Promise<ActionResult> {
     const child = spawn(process.execPath, [DIST], { cwd: opts.workspace, env });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => {
+    // decoded by the streams: a character split between two chunks is kept whole
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
       stdout += d;
       opts.onStdout?.(stdout);
     });
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) =>
       resolve({

@@ -200,8 +200,9 @@ export function collectRelayed(file: string, args: string[], opts: { cwd?: strin
     const child = spawnRelayed(file, args, { env: opts.env ?? process.env, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    // decoded by the streams: a character split between two chunks is kept whole (`+=` of each Buffer broke it)
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code: number | null, signal: string | null) => resolve({ code, signal, stdout, stderr }));
     child.stdin.end(opts.input ?? '');
