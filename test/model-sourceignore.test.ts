@@ -2,7 +2,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import ignore from 'ignore';
 import { LocalRepo } from '../src/deliver/local/index.ts';
-import { sourceIgnore } from '../src/model/sourceignore.ts';
+import { LazySourceIgnore, sourceIgnore } from '../src/model/sourceignore.ts';
 import { ObjectCache, TreeView } from '../src/model/tree.ts';
 import { commit, makeRepo } from './support/git.ts';
 
@@ -55,7 +55,7 @@ const segment = fc.constantFrom('a', 'b', 'ab', 'x.jpg', 'img.png', 'c.yaml', '.
 const pattern = fc.constantFrom('*.jpg', '!x.jpg', 'a', '/a', 'a/', '!a/', 'docs/', '*.yaml', '!c.yaml', '**/b', 'b/c.yaml', '!*.png', 'a/**', '.github', '*b', 'x*', 'notes/', '# a comment', '*.b');
 const ignoreFile = fc.constantFrom('.sourceignore', 'a/.sourceignore', 'a/b/.sourceignore', 'b/.sourceignore', 'docs/.sourceignore');
 
-test('the model\'s source ignore rule answers as the plain rule for every path, with and without .sourceignore files and spec.ignore', async (t) => {
+test('the model\'s source ignore rule, whole and lazy, answers as the plain rule for every path, with and without .sourceignore files and spec.ignore', async (t) => {
   const work = makeRepo();
   const reader = new LocalRepo(work);
   await fc.assert(
@@ -67,8 +67,14 @@ test('the model\'s source ignore rule answers as the plain rule for every path, 
         // each case is one commit: the files of the last case removed, this case's written
         const head = commit(work, { 'README.md': `${JSON.stringify(files)}\n`, ...Object.fromEntries(['.sourceignore', 'a/.sourceignore', 'a/b/.sourceignore', 'b/.sourceignore', 'docs/.sourceignore'].map((f) => [f, files[f] ?? null])) }, 'case');
         const rule = await sourceIgnore(await TreeView.at(new ObjectCache(reader), head), '', specIgnore);
+        // the rule read lazily, folder by folder (issue 33), answers the same
+        const lazy = new LazySourceIgnore(await TreeView.at(new ObjectCache(reader), head), '', specIgnore);
         const plain = plainRule(files, specIgnore);
-        for (const [path, isDir] of paths) t.is(rule.ignored(path, isDir), plain(path, isDir), `${isDir ? 'folder' : 'file'} ${path} with ${JSON.stringify(files)} and spec.ignore ${JSON.stringify(specIgnore)}`);
+        for (const [path, isDir] of paths) {
+          const what = `${isDir ? 'folder' : 'file'} ${path} with ${JSON.stringify(files)} and spec.ignore ${JSON.stringify(specIgnore)}`;
+          t.is(rule.ignored(path, isDir), plain(path, isDir), what);
+          t.is(await lazy.ignored(path, isDir), plain(path, isDir), `lazily: ${what}`);
+        }
       },
     ),
     { numRuns: 60 },

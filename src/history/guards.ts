@@ -45,7 +45,8 @@ export interface GatherInput {
 export async function repoGuards({ reader, head, target, evidence, now }: GatherInput): Promise<RepoGuards> {
   const out: RepoGuards = {};
   // a target path through a symlink is refused (DESIGN.md Config) before anything is read through it
-  for (const p of target.paths) await reader.pathOid(head, p);
+  // together: a backend that reads paths along the history (GitHub) asks for them in one request
+  await Promise.all(target.paths.map((p) => reader.pathOid(head, p)));
   const revision = failingRevision(evidence);
   const failing = revision ? await reader.resolveCommit(revision) : undefined;
   if (failing) {

@@ -4,11 +4,11 @@ import { parseImageRef } from '../history/image-ref.ts';
 import { findObserved, type KubeObject, type Observed } from '../observe/types.ts';
 import { readChart } from './chart.ts';
 import { imageTexts } from './flux.ts';
-import { nodesOf, walkGraph, type GraphFile, type KNode, type WalkRules } from './kustomize.ts';
+import { cutOf, nodesOf, prefetchNear, renamesOutside, walkGraph, type GraphFile, type KNode, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
 import { digestOf, inPaths, scopeGraph, settersOf, type TargetScope } from './scope.ts';
 import { clean, joinInside, within, type TreeView } from './tree.ts';
-import type { ModelInput, RenderSpec, Setter, TargetModel } from './types.ts';
+import type { ModelInput, RenderSpec, Setter, TargetModel, WholeBuild } from './types.ts';
 import { imageSetters, isRec, setParameter, type ValuesLayer } from './values.ts';
 
 /**
@@ -376,7 +376,11 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
     load: ctx.buildOptions.includes('LoadRestrictionsNone') || ctx.buildOptions.includes('--load-restrictor=LoadRestrictionsNone') ? 'anywhere' : 'root-only',
     helm: ctx.buildOptions.includes('--enable-helm'),
   };
-  const graph = await walkGraph(view, dir, rules);
+  // only the part of the build that reaches the target's paths is read (kustomize.ts WalkOptions); the whole where that part holds nothing of it
+  await prefetchNear(view, dir, scope.paths);
+  let graph = await walkGraph(view, dir, rules, undefined, { anchors: scope.paths });
+  if (graph.pruned && !(await scopeGraph(view, graph.root, scope)).builds) graph = await walkGraph(view, dir, rules);
+  const cut = cutOf(graph);
   // kustomize.components: `kustomize edit add component`, relative to the app path (L337-378)
   for (const c of strings(options.components)) {
     const target = joinInside(dir, c);
@@ -421,11 +425,30 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
     for (const f of [n.file, ...n.resources.map((r) => (r.kind === 'file' ? r.file : undefined)), ...n.files]) if (f?.named) renderFiles.set(f.named, f.oid);
   }
   for (const f of patchFiles) if (f.named) renderFiles.set(f.named, f.oid);
+  const argocd = { kustomize: options, ...(ctx.buildOptions.length ? { buildOptions: ctx.buildOptions } : {}) };
+  let whole: Promise<WholeBuild> | undefined;
   acc.renders.push({
     engine: 'argocd',
     root: dir,
     files: renderFiles,
-    argocd: { kustomize: options, ...(ctx.buildOptions.length ? { buildOptions: ctx.buildOptions } : {}) },
+    argocd,
+    ...(cut
+      ? {
+          // kustomize.namePrefix/nameSuffix of the Application are `kustomize edit` steps on the root: a rename across every resource
+          cut: { ...cut, across: [...cut.across, ...['namePrefix', 'nameSuffix'].filter((f) => str(options[f])).map((f) => `${ctx.name}.kustomize.${f}`)] },
+          whole: () =>
+            (whole ??= (async () => {
+              // read apart from this model's view, its components and patch files as above
+              const all = await walkGraph(view.fork(), dir, rules);
+              const files = new Map([...all.files].map(([p, f]) => [p, f.oid]));
+              for (const [p, oid] of renderFiles) if (!files.has(p)) files.set(p, oid);
+              for (const n of nodesOf(all.root)) {
+                for (const f of [n.file, ...n.resources.map((r) => (r.kind === 'file' ? r.file : undefined)), ...n.files]) if (f?.named) files.set(f.named, f.oid);
+              }
+              return { spec: { engine: 'argocd', root: dir, files, argocd } satisfies RenderSpec, renames: renamesOutside(all, graph) };
+            })()),
+        }
+      : {}),
   });
 }
 

@@ -1,12 +1,13 @@
 import { parseImageRef } from '../history/image-ref.ts';
 import type { KubeObject, Observed } from '../observe/types.ts';
 import { findObserved, groupKind } from '../observe/types.ts';
-import { KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
+import { cutOf, KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, prefetchNear, renamesOutside, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
 import { scopeGraph, settersOf } from './scope.ts';
-import { sourceIgnore } from './sourceignore.ts';
-import { joinInside, type TreeView } from './tree.ts';
-import type { ModelInput, Setter } from './types.ts';
+import { LazySourceIgnore } from './sourceignore.ts';
+import { joinInside, within, type TreeView } from './tree.ts';
+import { ABSENT } from './reads.ts';
+import type { ModelInput, RenderSpec, Setter, WholeBuild } from './types.ts';
 
 /**
  * What Flux's kustomize-controller builds for a Kustomization (research/render.md §1):
@@ -44,28 +45,50 @@ export function describeFlux(k: KubeObject): string {
   return `Flux Kustomization ${k.metadata.namespace ? `${k.metadata.namespace}/` : ''}${k.metadata.name} (spec.path ${path})`;
 }
 
-/** The graph kustomize-controller builds for `kustomization` at one revision. */
-export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRepository?: KubeObject): Promise<FluxGraph> {
+/**
+ * The graph kustomize-controller builds for `kustomization` at one revision. With `anchors` (the
+ * target's paths), only the part that reaches them is read (kustomize.ts WalkOptions): the
+ * kustomizations on the way from spec.path and everything in the anchors; `graph.pruned` says
+ * whether anything was left unread.
+ */
+export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRepository?: KubeObject, anchors?: string[]): Promise<FluxGraph> {
   const spec: Rec = isRec(kustomization.spec) ? kustomization.spec : {};
   const name = `Kustomization ${kustomization.metadata.namespace ? `${kustomization.metadata.namespace}/` : ''}${kustomization.metadata.name}`;
   const rootDir = joinInside('', String(spec.path ?? './')) ?? '';
   const repoSpec: Rec = isRec(gitRepository?.spec) ? gitRepository.spec : {};
-  // a backend that can list the folder in one request does so before it is walked (the .sourceignore search reads every folder)
-  await view.prefetchTree(rootDir);
-  const ignore = await sourceIgnore(view, rootDir, typeof repoSpec.ignore === 'string' ? repoSpec.ignore : undefined);
-  const rules: WalkRules = { engine: 'Flux', symlinks: 'drop', load: 'anywhere', ignored: ignore.ignored, helm: false, memoKey: `flux|${ignore.key}` };
-  // a reader that fetches on demand gets the graph's kustomizations (and, for the kustomization
-  // Flux generates, every manifest) in one request rather than one at a time
-  if (await kustomizationIn(view, rootDir, rules)) await prefetchGraph(view, rootDir);
-  else await view.prefetch(rootDir, 'manifests', (n) => KUSTOMIZATION_FILES.includes(n) || /\.ya?ml$/.test(n));
+  const specIgnore = typeof repoSpec.ignore === 'string' ? repoSpec.ignore : undefined;
+  const ignore = new LazySourceIgnore(view, rootDir, specIgnore);
+  const rules: WalkRules = {
+    engine: 'Flux', symlinks: 'drop', load: 'anywhere', helm: false,
+    ignored: (file, isDir) => ignore.ignored(file, isDir),
+    sourceWide: () => ignore.wide,
+    // the ignore rules a remembered reading depends on are its guards (reads.ts): only spec.ignore keys it
+    memoKey: `flux|${JSON.stringify(specIgnore ?? null)}`,
+  };
+  // a reader that fetches on demand gets what the walk reads ahead, a level to a request
+  if (anchors) await prefetchNear(view, rootDir, anchors);
+  else {
+    // a backend that can list the folder in one request does so before it is walked whole
+    await view.prefetchTree(rootDir);
+    // a reader that fetches on demand gets the graph's kustomizations (and, for the kustomization
+    // Flux generates, every manifest) in one request rather than one at a time
+    if (await kustomizationIn(view, rootDir, rules)) await prefetchGraph(view, rootDir);
+    else await view.prefetch(rootDir, 'manifests', (n) => KUSTOMIZATION_FILES.includes(n) || /\.ya?ml$/.test(n));
+  }
   let generated: string[] | undefined;
   const scanErrors: string[] = [];
+  let scanPruned = false;
   const graph = await walkGraph(view, rootDir, rules, async () => {
-    const scanned = await scanManifests(view, rootDir, rules);
+    const scanned = await scanManifests(view, rootDir, rules, anchors);
     scanErrors.push(...scanned.errors);
     generated = scanned.resources;
+    scanPruned = scanned.pruned;
     return { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: scanned.resources };
-  });
+  }, anchors ? { anchors } : {});
+  if (scanPruned) graph.pruned = true;
+  // what the generated kustomization lists that the walk left unread is not rendered either (the cut)
+  const left = new Set(graph.root.resources.filter((r) => r.kind === 'pruned').map((r) => r.entry));
+  if (generated && left.size > 0) generated = generated.filter((e) => !left.has(e));
   const opaque = [...graph.opaque];
   const global = (text: string) => opaque.push({ dir: rootDir, text });
   const missing = [...scanErrors, ...graph.missing];
@@ -87,16 +110,35 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
   }
   if (isRec(spec.decryption)) global(`${name} decrypts SOPS-encrypted files (spec.decryption): their plain text is not in the repository`);
   if (Array.isArray(repoSpec.include) && repoSpec.include.length > 0) global(`the GitRepository copies other repositories' artifacts into this source (spec.include): those files are not in this repository`);
-  return { ...graph, opaque, missing, rootDir, ...(generated ? { generated } : {}), ignoreFiles: ignore.files, specSetters: specSetters(spec, name) };
+  return { ...graph, opaque, missing, rootDir, ...(generated ? { generated } : {}), ignoreFiles: ignoreFilesRead(view), specSetters: specSetters(spec, name) };
+}
+
+/**
+ * The `.sourceignore` files the build's answers depended on (the guards it read, its remembered
+ * parts' included): inputs of the build, whichever part asked first.
+ */
+function ignoreFilesRead(view: TreeView): Array<{ path: string; oid: string }> {
+  const out = new Map<string, string>();
+  for (const [path, value] of view.reads.allGuards()) {
+    if (value === ABSENT || !(path === '.sourceignore' || path.endsWith('/.sourceignore'))) continue;
+    const [mode, oid] = value.split(' ');
+    if (mode !== '120000' && oid) out.set(path, oid);
+  }
+  return [...out].sort(([a], [b]) => (a < b ? -1 : 1)).map(([path, oid]) => ({ path, oid }));
 }
 
 /**
  * Flux's generated kustomization: every YAML file below `dir` (walk order), a sub-folder with a
  * kustomization file as a folder resource, not descended into; a file that is not Kubernetes YAML
  * fails the build ("failed to decode Kubernetes YAML from …"). Depends on everything below `dir`;
- * each folder's part is remembered by its tree oid, so a revision costs its changed folders only.
+ * each folder's part is remembered by its tree oid (and the `.sourceignore` files above it), so a
+ * revision costs its changed folders only.
+ *
+ * With `anchors` (the target's paths), only the folders on the way to them and in them are
+ * scanned (kustomize.ts WalkOptions): the generated kustomization then lists the part of the
+ * build that reaches the target, the cut that is rendered (`pruned` says whether it is one).
  */
-async function scanManifests(view: TreeView, dir: string, rules: WalkRules): Promise<{ resources: string[]; errors: string[] }> {
+async function scanManifests(view: TreeView, dir: string, rules: WalkRules, anchors?: string[]): Promise<{ resources: string[]; errors: string[]; pruned: boolean }> {
   const resources: string[] = [];
   const errors: string[] = [];
   const relOf = (path: string) => `./${path.slice(dir ? dir.length + 1 : 0)}`;
@@ -106,47 +148,25 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules): Pro
     return docs.every((d) => isRec(d) && typeof d.apiVersion === 'string' && typeof d.kind === 'string');
   };
   const hasKustomization = (entries: Map<string, { type: string; mode: string }>) => KUSTOMIZATION_FILES.some((k) => entries.get(k)?.type === 'blob' && entries.get(k)?.mode !== '120000');
+  const ignored = async (path: string, isDir: boolean) => Boolean(await rules.ignored?.(path, isDir));
+  const ends = anchors?.map((a) => a.replace(/\/+$/, ''));
+  let pruned = false;
 
-  const root = view.changed ? undefined : await view.dependOnTree(dir);
-  if (root !== undefined && rules.memoKey) {
-    // below `sub` (tree `oid`): the generated entries, as paths relative to `sub`, and which do not decode
-    type Found = Array<{ rel: string; bad: boolean }>;
-    const walk = async (sub: string, oid: string): Promise<Found> => {
-      const key = `fluxscan|${rules.memoKey}|${sub}|${oid}`;
-      const known = view.memo.get(key) as Found | undefined;
-      if (known) return known;
-      const out: Found = [];
-      const entries = [...(await view.entriesOf(oid, sub))].sort(([a], [b]) => (a < b ? -1 : 1));
-      for (const [name, e] of entries) {
-        const path = sub ? `${sub}/${name}` : name;
-        if (e.mode === '120000' || rules.ignored?.(path, e.type === 'tree')) continue;
-        if (e.type === 'tree') {
-          if (hasKustomization(await view.entriesOf(e.oid, path))) out.push({ rel: name, bad: false });
-          else for (const f of await walk(path, e.oid)) out.push({ rel: `${name}/${f.rel}`, bad: f.bad });
-          continue;
-        }
-        if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
-        // Flux's build stops at a file that does not decode; the model goes on (the file is still what the build reads) and says so
-        out.push({ rel: name, bad: !(await isKube(e.oid)) });
-      }
-      view.memo.set(key, out);
-      return out;
-    };
-    for (const f of await walk(dir, root)) {
-      const path = dir ? `${dir}/${f.rel}` : f.rel;
-      if (f.bad) errors.push(decodeError(path));
-      resources.push(relOf(path));
-    }
-    return { resources, errors };
-  }
-  const walk = async (sub: string): Promise<void> => {
+  /** Every YAML file and kustomization folder below `sub`, read through the view (its listings recorded). */
+  const walkListed = async (sub: string, onTheWay: boolean): Promise<void> => {
     const entries = [...(await view.list(sub))].sort(([a], [b]) => (a < b ? -1 : 1));
     for (const [name, e] of entries) {
       const path = sub ? `${sub}/${name}` : name;
-      if (e.mode === '120000' || rules.ignored?.(path, e.type === 'tree')) continue;
+      if (e.mode === '120000' || (await ignored(path, e.type === 'tree'))) continue;
       if (e.type === 'tree') {
+        // on the way to the anchors: a folder neither in one nor above one is left unread
+        const inEnd = !onTheWay || ends!.some((a) => within(path, a));
+        if (!inEnd && !ends!.some((a) => within(a, path))) {
+          pruned = true;
+          continue;
+        }
         if (hasKustomization(await view.list(path))) resources.push(relOf(path));
-        else await walk(path);
+        else await walkListed(path, !inEnd);
         continue;
       }
       if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
@@ -154,8 +174,55 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules): Pro
       resources.push(relOf(path));
     }
   };
-  await walk(dir);
-  return { resources, errors };
+  if (ends && !ends.some((a) => within(dir, a))) {
+    await walkListed(dir, true);
+    return { resources, errors, pruned };
+  }
+
+  const root = view.changed ? undefined : await view.dependOnTree(dir);
+  if (root !== undefined && rules.memoKey) {
+    // the `.sourceignore` files above `dir` decide answers below it as much as the tree does
+    const parts = dir ? dir.split('/') : [];
+    let above = '';
+    for (let i = 0; i < parts.length; i++) {
+      const e = await view.guardEntry([...parts.slice(0, i), '.sourceignore'].join('/'));
+      above += `${e ? e.oid : ABSENT},`;
+    }
+    // below `sub` (tree `oid`): the generated entries, as paths relative to `sub`, and which do not decode
+    type Found = Array<{ rel: string; bad: boolean }>;
+    const walk = async (sub: string, oid: string, chain: string): Promise<Found> => {
+      const entries = [...(await view.entriesOf(oid, sub))].sort(([a], [b]) => (a < b ? -1 : 1));
+      const own = entries.find(([n]) => n === '.sourceignore')?.[1];
+      const rulesKey = `${chain}${own ? own.oid : ABSENT},`;
+      const key = `fluxscan|${rules.memoKey}|${sub}|${oid}|${rulesKey}`;
+      const known = view.memo.get(key) as Found | undefined;
+      if (known) return known;
+      const wideBefore = rules.sourceWide?.() ?? 0;
+      const out: Found = [];
+      for (const [name, e] of entries) {
+        const path = sub ? `${sub}/${name}` : name;
+        if (e.mode === '120000' || (await ignored(path, e.type === 'tree'))) continue;
+        if (e.type === 'tree') {
+          if (hasKustomization(await view.entriesOf(e.oid, path))) out.push({ rel: name, bad: false });
+          else for (const f of await walk(path, e.oid, rulesKey)) out.push({ rel: `${name}/${f.rel}`, bad: f.bad });
+          continue;
+        }
+        if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
+        // Flux's build stops at a file that does not decode; the model goes on (the file is still what the build reads) and says so
+        out.push({ rel: name, bad: !(await isKube(e.oid)) });
+      }
+      if ((rules.sourceWide?.() ?? 0) === wideBefore) view.memo.set(key, out);
+      return out;
+    };
+    for (const f of await walk(dir, root, above)) {
+      const path = dir ? `${dir}/${f.rel}` : f.rel;
+      if (f.bad) errors.push(decodeError(path));
+      resources.push(relOf(path));
+    }
+    return { resources, errors, pruned };
+  }
+  await walkListed(dir, false);
+  return { resources, errors, pruned };
 }
 
 /** Images and patches the Kustomization's own spec sets (cluster object fields). */
@@ -207,11 +274,18 @@ registerEngine({
   engine: 'flux',
   describe: describeFlux,
   unusable: (k) => (k.spec && typeof k.spec === 'object' && 'sourceRef' in k.spec ? undefined : `${describeRef(k)} has no spec here (an event carries only its status)`),
+  prefetch: (view, k, scope) => prefetchNear(view, joinInside('', String(k.spec?.path ?? './')) ?? '', scope.paths),
   async build(view, k, scope, observed) {
     const ref = k.spec?.sourceRef ?? {};
     const repo = findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === ref.name && (o.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));
-    const graph = await fluxGraph(view, k, repo);
-    const scoped = await scopeGraph(view, graph.root, scope);
+    // only the part of the build that reaches the target's paths is read; where that part holds
+    // nothing of the target (its folder moved, its objects are declared elsewhere), the whole is
+    let graph = await fluxGraph(view, k, repo, scope.paths);
+    let scoped = await scopeGraph(view, graph.root, scope);
+    if (graph.pruned && !scoped.builds) {
+      graph = await fluxGraph(view, k, repo);
+      scoped = await scopeGraph(view, graph.root, scope);
+    }
     const inputs = new Map<string, ModelInput>(scoped.inputs.map((i) => [i.path, i]));
     for (const f of graph.ignoreFiles) inputs.set(f.path, { path: f.path, digest: f.oid, role: 'config' });
     await view.prefetchBlobs(scoped.contentFiles.map((f) => f.oid));
@@ -220,6 +294,10 @@ registerEngine({
     let files: Map<string, string> | undefined;
     let regions: string[] | undefined;
     const graphFiles = graph.files;
+    const fluxSpec = (k.spec ?? {}) as Record<string, unknown>;
+    const cut = cutOf(graph);
+    const read = graph;
+    let whole: Promise<WholeBuild> | undefined;
     return {
       engine: 'flux',
       describe: describeFlux(k),
@@ -238,7 +316,21 @@ registerEngine({
         get files() {
           return (files ??= new Map([...graphFiles].map(([p, f]) => [p, f.oid])));
         },
-        flux: { spec: (k.spec ?? {}) as Record<string, unknown>, ...(graph.generated ? { generatedResources: graph.generated } : {}) } },
+        flux: { spec: fluxSpec, ...(graph.generated ? { generatedResources: graph.generated } : {}) },
+        ...(cut
+          ? {
+              // kustomize-controller folds spec.namePrefix/nameSuffix into the root (GenerateManifest): a rename across every resource
+              cut: { ...cut, across: [...cut.across, ...['namePrefix', 'nameSuffix'].filter((f) => typeof fluxSpec[f] === 'string' && fluxSpec[f] !== '').map((f) => `spec.${f} of ${describeRef(k)}`)] },
+              whole: () =>
+                (whole ??= (async () => {
+                  // read apart from this model's view: its reads stay those of the cut
+                  const all = await fluxGraph(view.fork(), k, repo);
+                  const spec: RenderSpec = { engine: 'flux', root: all.rootDir, files: new Map([...all.files].map(([p, f]) => [p, f.oid])), flux: { spec: fluxSpec, ...(all.generated ? { generatedResources: all.generated } : {}) } };
+                  return { spec, renames: renamesOutside(all, read) };
+                })()),
+            }
+          : {}),
+      },
     };
   },
 });

@@ -158,9 +158,11 @@ export function modelTarget(input: ModelerInput): TargetModeler {
       let p = byTree.get(tree);
       if (!p) {
         p = (async () => {
+          const view = await TreeView.at(cache, commit);
+          // a reader that fetches on demand gets what this revision's build reads ahead (the compare below reads it too)
+          if (primary?.modeler.prefetch) await primary.modeler.prefetch(view, primary.object, scope);
           // the model of a nearby revision, where nothing it read differs here (a history walk's neighbour)
           for (const b of [...recent]) if (await sameReads(b.reads, index, b.tree, tree)) return b;
-          const view = await TreeView.at(cache, commit);
           const model = await build(view);
           return { model, reads: view.reads, tree };
         })();

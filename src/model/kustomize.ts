@@ -26,8 +26,10 @@ export interface WalkRules {
   engine: string;
   symlinks: 'drop' | 'follow';
   load: 'anywhere' | 'root-only';
-  /** files the engine never sees (Flux's source ignore rules) */
-  ignored?: (file: string, isDir: boolean) => boolean;
+  /** files the engine never sees (Flux's source ignore rules); asked lazily, folder by folder */
+  ignored?: (file: string, isDir: boolean) => boolean | Promise<boolean>;
+  /** a count that grows when an answer depended on the whole source (a reading during which it grew is not remembered) */
+  sourceWide?: () => number;
   /** `helmCharts:` builds (Argo CD with --enable-helm); Flux never enables it */
   helm: boolean;
   /**
@@ -57,7 +59,9 @@ export interface GraphFile {
 export type GraphResource =
   | { kind: 'file'; entry: string; file: GraphFile }
   | { kind: 'node'; entry: string; node: KNode; via?: Link[] }
-  | { kind: 'opaque'; entry: string };
+  | { kind: 'opaque'; entry: string }
+  /** a folder the walk did not enter: it lies neither on the way to the target's paths nor in them (WalkOptions.anchors) */
+  | { kind: 'pruned'; entry: string; dir: string };
 
 /** One kustomization in the graph. */
 export interface KNode {
@@ -77,6 +81,14 @@ export interface KNode {
 
 export interface Graph {
   root: KNode;
+  /**
+   * With WalkOptions.anchors: the nodes on the way to the anchors (the root, and the
+   * kustomizations whose folder lies above an anchor), whose other resources were left unread.
+   * Their own transforms apply to what the walk read too (a render of the cut keeps them).
+   */
+  above?: KNode[];
+  /** true when the walk left some resource unread (a cut of the engine's build) */
+  pruned?: boolean;
   /** every file read, by path (the render materialises these) */
   files: Map<string, GraphFile>;
   /** what the model cannot see into, with the folder of the kustomization that names it (a target's model says only its own) */
@@ -96,7 +108,7 @@ export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRu
     const p = dir ? `${dir}/${name}` : name;
     const r = await view.resolve(p, rules.symlinks);
     // a kustomization file that is a symlink (Argo CD follows it): the file read is its target, the link an input too
-    if (r.kind === 'file' && !rules.ignored?.(p, false)) found.push({ name, path: r.path, oid: r.oid, ...(r.via ? { via: r.via, named: p } : {}) });
+    if (r.kind === 'file' && !(await rules.ignored?.(p, false))) found.push({ name, path: r.path, oid: r.oid, ...(r.via ? { via: r.via, named: p } : {}) });
   }
   if (found.length > 1) return { error: `${dir || '.'}: found multiple kustomization files (${found.map((f) => f.name).join(', ')}): kustomize refuses the folder` };
   const [first] = found;
@@ -135,6 +147,8 @@ type NodeEvent =
   | { k: 'file'; file: GraphFile; into?: 'resources' | 'files'; entry?: string }
   | { k: 'child'; dir: string; into: 'resources' | 'components'; entry?: string; via?: Link[] }
   | { k: 'remote'; entry: string }
+  /** a resource left unread: off the way to the anchors (WalkOptions), not even looked up */
+  | { k: 'pruned'; entry: string; dir: string }
   | { k: 'inline'; text: string };
 
 interface NodeReading {
@@ -145,7 +159,7 @@ interface NodeReading {
   events: NodeEvent[];
 }
 
-/** A remembered reading of a folder: valid at any revision where `home`'s tree is `oid`. */
+/** A remembered reading of a folder: valid at any revision where `home`'s tree is `oid` and the rules it read above home (reads.ts guards) are the same. */
 interface MemoReading {
   home: string;
   oid: string;
@@ -168,6 +182,18 @@ interface MemoSubgraph {
 /** Versions of a folder's reading kept (the revisions of one walk share most). */
 const MEMO_VERSIONS = 4;
 
+export interface WalkOptions {
+  /**
+   * The target's paths (folders or files, repo-relative): the walk reads only what reaches them
+   * (issue 33: cost follows the change, not the repository). Below the root, a kustomization
+   * whose folder lies above an anchor enters only the resource folders that lie in an anchor or
+   * above one; the others (sibling applications of a listing) are left unread and named as
+   * `pruned` resources. What lies in an anchor is walked whole, with everything it loads from
+   * anywhere. Components are always walked (they transform what the kustomization builds).
+   */
+  anchors?: string[];
+}
+
 /**
  * Walks the kustomization graph rooted at `dir`. `generated` stands for the kustomization the
  * engine writes where the folder has none (Flux), with the resources it lists.
@@ -178,13 +204,19 @@ const MEMO_VERSIONS = 4;
  * and only the graph is linked again. A monorepo's 2,000 applications cost one reading each for
  * the whole walk, not one per revision.
  */
-export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, generated?: () => Promise<Rec | { error: string }>): Promise<Graph> {
+export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, generated?: () => Promise<Rec | { error: string }>, opts: WalkOptions = {}): Promise<Graph> {
   const graph: Graph = { root: undefined as unknown as KNode, files: new Map(), opaque: [], missing: [] };
+  const anchors = opts.anchors?.map((a) => a.replace(/\/+$/, ''));
+  if (anchors) graph.above = [];
+  const inAnchor = (d: string) => anchors!.some((a) => within(d, a));
+  const aboveAnchor = (d: string) => anchors!.some((a) => d !== a && within(a, d));
+  const wide = () => rules.sourceWide?.() ?? 0;
   const visiting = new Set<string>();
   const done = new Map<string, KNode>();
 
   /** Reads one folder's kustomization and what it loads; its sub-folders are only named. */
-  const readNode = async (nodeDir: string, isRoot: boolean): Promise<NodeReading> => {
+  /** `prune`: for a node on the way to the anchors, the resources to leave unread (by where they point, before anything is read there) */
+  const readNode = async (nodeDir: string, isRoot: boolean, prune?: (target: string) => boolean): Promise<NodeReading> => {
     const events: NodeEvent[] = [];
     const missing = (text: string) => events.push({ k: 'missing', text });
     const opaque = (text: string) => events.push({ k: 'opaque', text });
@@ -211,7 +243,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         missing(`${what} ${rel} in ${root || '.'} goes through the symlink ${r.link}, which ${rules.engine} leaves out of its source`);
         return undefined;
       }
-      if (r.kind !== 'file' || rules.ignored?.(target, false)) {
+      if (r.kind !== 'file' || (await rules.ignored?.(target, false))) {
         missing(`${what} ${rel} in ${root || '.'} does not exist${r.kind === 'file' ? ` in ${rules.engine}'s source (ignored)` : ''}`);
         return undefined;
       }
@@ -268,8 +300,12 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         missing(`resource ${entry} in ${file?.path ?? nodeDir} points outside the repository`);
         continue;
       }
+      if (prune?.(target)) {
+        events.push({ k: 'pruned', entry, dir: target });
+        continue;
+      }
       const r = await view.resolve(target, rules.symlinks);
-      if (r.kind === 'dir' && !rules.ignored?.(r.path, true)) {
+      if (r.kind === 'dir' && !(await rules.ignored?.(r.path, true))) {
         events.push({ k: 'child', dir: r.path, into: 'resources', entry, ...(r.via ? { via: r.via } : {}) });
         continue;
       }
@@ -364,14 +400,15 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     const key = `knode|${rules.memoKey}|${nodeDir}`;
     const versions = (view.memo.get(key) as MemoReading[] | undefined) ?? [];
     for (const v of versions) {
-      if ((await view.treeOidAt(v.home)) === v.oid) {
+      if ((await view.treeOidAt(v.home)) === v.oid && (await view.guardsHold(v.reads))) {
         view.replay(v.reads);
         return v.reading;
       }
     }
+    const wideBefore = wide();
     const { value, reads } = await view.collect(() => readNode(nodeDir, false));
     // a planned change over the tree is this view's alone: what was read through it is not remembered
-    if (view.changed) return value;
+    if (view.changed || wide() !== wideBefore) return value;
     const home = reads.commonFolder();
     const oid = home === undefined ? undefined : await view.treeOidAt(home);
     if (home !== undefined && oid !== undefined) view.memo.set(key, [{ home, oid, reads, reading: value }, ...versions].slice(0, MEMO_VERSIONS));
@@ -407,12 +444,17 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     const versions = (view.memo.get(`ksub|${rules.memoKey}|${nodeDir}`) as MemoSubgraph[] | undefined) ?? [];
     for (const v of versions) {
       if (v.nodes.some(([d]) => done.has(d) || visiting.has(d))) continue;
-      if ((await view.treeOidAt(v.home)) === v.oid) return v;
+      if ((await view.treeOidAt(v.home)) === v.oid && (await view.guardsHold(v.reads))) return v;
     }
     return undefined;
   };
 
-  const visit = async (nodeDir: string, isRoot: boolean): Promise<KNode | undefined> => {
+  /**
+   * `above`: the node lies on the way to the anchors (its folder above one, or the root), not in
+   * one: it enters only the resource folders that reach an anchor, and is never remembered whole
+   * (what it leaves out depends on the anchors).
+   */
+  const visit = async (nodeDir: string, isRoot: boolean, above = false): Promise<KNode | undefined> => {
     const key = nodeDir;
     if (done.has(key)) {
       for (const r of recorders) if (!r.dirs.has(key)) r.complete = false;
@@ -423,7 +465,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       apply({ k: 'missing', text: `${nodeDir || '.'}: a cycle of kustomizations (kustomize refuses it)` });
       return undefined;
     }
-    const hit = isRoot ? undefined : await subgraphHit(nodeDir);
+    const hit = isRoot || above ? undefined : await subgraphHit(nodeDir);
     if (hit) {
       view.replay(hit.reads);
       for (const e of hit.effects) apply(e);
@@ -432,15 +474,18 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     }
     visiting.add(key);
     // the root is never remembered whole (its own reading changes at most revisions): nothing to record for it
-    const rec: Recorder = { effects: [], nodes: [], dirs: new Set(), complete: true };
+    const rec: Recorder = { effects: [], nodes: [], dirs: new Set(), complete: !above };
     if (!isRoot) recorders.push(rec);
+    const wideBefore = wide();
     let node: KNode | undefined;
     let reads: Reads;
     try {
       ({ value: node, reads } = await view.collect(async () => {
-        const reading = isRoot ? await readNode(nodeDir, true) : await memoRead(nodeDir);
+        // a node on the way to the anchors is read apart from the shared readings: what it leaves unread depends on them
+        const reading = isRoot || above ? await readNode(nodeDir, isRoot, above ? (t) => !inAnchor(t) && !aboveAnchor(t) : undefined) : await memoRead(nodeDir);
         const n: KNode = { dir: nodeDir, ...(reading.file ? { file: reading.file } : {}), doc: reading.doc, resources: [], components: [], files: [], inline: [] };
         if (reading.ok) built(key, n);
+        if (above && reading.ok) graph.above!.push(n);
         for (const ev of reading.events) {
           switch (ev.k) {
             case 'missing':
@@ -455,13 +500,20 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
               else if (ev.into === 'files') n.files.push(ev.file);
               break;
             case 'child': {
-              const child = await visit(ev.dir, false);
+              // a resource folder of a node on the way lies in an anchor (walked whole) or above one (on the way too)
+              const childAbove = above && ev.into === 'resources' && !inAnchor(ev.dir);
+              const child = await visit(ev.dir, false, childAbove);
               if (child && ev.into === 'resources') n.resources.push({ kind: 'node', entry: ev.entry!, node: child, ...(ev.via ? { via: ev.via } : {}) });
               else if (child) n.components.push(child);
               break;
             }
             case 'remote':
               n.resources.push({ kind: 'opaque', entry: ev.entry });
+              break;
+            case 'pruned':
+              n.resources.push({ kind: 'pruned', entry: ev.entry, dir: ev.dir });
+              graph.pruned = true;
+              for (const r of recorders) r.complete = false;
               break;
             case 'inline':
               n.inline.push(ev.text);
@@ -475,7 +527,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
       if (!isRoot) recorders.splice(recorders.lastIndexOf(rec), 1);
     }
     // remembered whole: a later revision where the folder holding all it read is the same reuses it without visiting
-    if (!isRoot && node && rec.complete && rules.memoKey && !view.changed) {
+    if (!isRoot && node && rec.complete && rules.memoKey && !view.changed && wide() === wideBefore) {
       const home = reads.commonFolder();
       const oid = home === undefined ? undefined : await view.treeOidAt(home);
       if (home !== undefined && oid !== undefined) {
@@ -487,7 +539,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     return node;
   };
 
-  const root = await visit(dir, true);
+  const root = await visit(dir, true, anchors !== undefined && !inAnchor(dir));
   graph.root = root ?? { dir, doc: {}, resources: [], components: [], files: [], inline: [] };
   return graph;
 }
@@ -544,6 +596,73 @@ export async function prefetchGraph(view: TreeView, dir: string): Promise<void> 
   view.memo.set(key, tree);
 }
 
+/**
+ * For a reader that fetches on demand (GitHub, git over HTTPS): what a walk with anchors
+ * (WalkOptions) reads, asked for ahead a level at a time, each level one request: first the
+ * folders on the way from the repository's root to the build's root and to each anchor (as
+ * listings) and the anchors whole; then what the kustomizations now at hand name beyond what was
+ * asked (a base, a component, a patch file), whole; at most four levels. A hint only: the walk
+ * reads what it reads either way, and what this misses is fetched when read. Records nothing.
+ */
+export async function prefetchNear(view: TreeView, dir: string, anchors: string[]): Promise<void> {
+  if (!view.prefetches) return;
+  const ways = new Set<string>();
+  const up = (p: string) => {
+    const parts = p ? p.split('/') : [];
+    for (let i = 0; i <= parts.length; i++) ways.add(parts.slice(0, i).join('/'));
+  };
+  up(dir);
+  let wholes = [...new Set(anchors.map((a) => a.replace(/\/+$/, '')))];
+  for (const a of wholes) up(a.includes('/') ? a.slice(0, a.lastIndexOf('/')) : '');
+  const asked = [...wholes];
+  for (let level = 0; level < 4 && wholes.length > 0; level++) {
+    await view.prefetchFolders(level === 0 ? [...ways] : [], wholes);
+    const next = new Set<string>();
+    for (const w of wholes) {
+      for (const k of await kustomizationsBelow(view, w, 3)) {
+        const doc = await view.parse('kustomization', k.oid, parseKustomization);
+        if ('error' in doc && Object.keys(doc).length === 1) continue;
+        for (const ref of namedPaths(doc as Rec)) {
+          const target = joinInside(k.dir, ref);
+          if (target !== undefined && !asked.some((a) => within(target, a))) next.add(target);
+        }
+      }
+    }
+    wholes = [...next];
+    asked.push(...wholes);
+  }
+}
+
+/** The kustomization files in `dir` and the folders below it, `depth` levels down, as trees read so far tell (records nothing). */
+async function kustomizationsBelow(view: TreeView, dir: string, depth: number): Promise<Array<{ dir: string; oid: string }>> {
+  const oid = await view.treeOidAt(dir);
+  if (oid === undefined) return [];
+  const out: Array<{ dir: string; oid: string }> = [];
+  const go = async (tree: string, at: string, left: number): Promise<void> => {
+    const entries = await view.entriesOf(tree, at);
+    const k = KUSTOMIZATION_FILES.map((n) => entries.get(n)).find((e) => e?.type === 'blob' && e.mode !== '120000');
+    if (k) out.push({ dir: at, oid: k.oid });
+    if (left > 0) for (const [name, e] of entries) if (e.type === 'tree') await go(e.oid, at ? `${at}/${name}` : name, left - 1);
+  };
+  await go(oid, dir, depth);
+  return out;
+}
+
+/** Every local path a kustomization names (resources, components, patches, generator inputs, configs). */
+function namedPaths(doc: Rec): string[] {
+  const out = [...strings(doc.resources), ...strings(doc.bases), ...strings(doc.components), ...strings(doc.crds), ...strings(doc.configurations)];
+  for (const p of [...recs(doc.patches), ...recs(doc.patchesJson6902), ...recs(doc.replacements)]) if (typeof p.path === 'string') out.push(p.path);
+  for (const p of strings(doc.patchesStrategicMerge)) if (!p.includes('\n')) out.push(p);
+  for (const g of [...recs(doc.configMapGenerator), ...recs(doc.secretGenerator)]) {
+    for (const f of strings(g.files)) out.push(f.includes('=') ? f.slice(f.indexOf('=') + 1) : f);
+    out.push(...strings(g.envs));
+    if (typeof g.env === 'string') out.push(g.env);
+  }
+  for (const field of ['generators', 'transformers', 'validators']) out.push(...strings(doc[field]).filter((x) => !x.includes('\n')));
+  if (isRec(doc.openapi) && typeof doc.openapi.path === 'string') out.push(doc.openapi.path);
+  return out.filter((p) => p !== '' && !isRemote(p));
+}
+
 /** The kustomization files below `dir` whose blob differs from the tree `from` to the tree `to`. */
 async function changedKustomizations(view: TreeView, dir: string, from: string | undefined, to: string): Promise<string[]> {
   const out: string[] = [];
@@ -572,6 +691,47 @@ export function loadAllSafe(bytes: Uint8Array): unknown[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * Fields of a kustomization whose effect reaches across the resources it builds: a rename that
+ * kustomize carries into every reference (a prefix, a suffix, a generator's hash: nameref,
+ * api/filters/nameref), values copied from one object into another (replacements, vars),
+ * configurations and plugins that may do either. A cut of the build that leaves resources out
+ * holds for what it keeps only where no kustomization on the way has one of them.
+ */
+const ACROSS = ['namePrefix', 'nameSuffix', 'configMapGenerator', 'secretGenerator', 'generators', 'transformers', 'validators', 'replacements', 'vars', 'configurations', 'crds', 'helmCharts', 'helmGlobals', 'helmChartInflationGenerator'];
+
+/** The fields of a node (and of the components it takes) that reach across its resources. */
+export function acrossFields(n: KNode, seen = new Set<KNode>()): string[] {
+  if (seen.has(n)) return [];
+  seen.add(n);
+  const where = n.file?.path ?? `${n.dir || '.'} (generated kustomization)`;
+  const own = ACROSS.filter((f) => {
+    const v = n.doc[f];
+    return v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0) && !(isRec(v) && Object.keys(v).length === 0);
+  }).map((f) => `${f} in ${where}`);
+  return [...own, ...n.components.flatMap((c) => acrossFields(c, seen))];
+}
+
+/** What a render of a walked cut (WalkOptions.anchors) leaves out, and what could make it unsound. */
+export function cutOf(graph: Graph): { dropped: Map<string, string[]>; across: string[]; kept: number; left: number } | undefined {
+  if (!graph.pruned) return undefined;
+  const dropped = new Map<string, string[]>();
+  let left = 0;
+  for (const n of graph.above ?? []) {
+    const entries = n.resources.filter((r) => r.kind === 'pruned').map((r) => r.entry);
+    left += entries.length;
+    if (entries.length && n.file) dropped.set(n.file.named ?? n.file.path, entries);
+  }
+  const across = [...new Set((graph.above ?? []).flatMap((n) => acrossFields(n)))];
+  return { dropped, across, kept: nodesOf(graph.root).length, left };
+}
+
+/** The kustomizations of `whole` outside `cut` that rename or carry values across resources. */
+export function renamesOutside(whole: Graph, cut: Graph): string[] {
+  const inCut = new Set(nodesOf(cut.root).map((n) => n.dir));
+  return nodesOf(whole.root).filter((n) => !inCut.has(n.dir)).flatMap((n) => acrossFields(n, new Set(n.components)));
 }
 
 /** Every node of a graph, parents before children. */

@@ -28,6 +28,12 @@ export class Reads {
   readonly listings = new Set<string>();
   /** folder → names: every file of that name below the folder was looked for */
   readonly searches = new Map<string, Set<string>>();
+  /**
+   * path → entry read for a rule of the build that lives above what it applies to (a Flux
+   * `.sourceignore` of a folder above the file asked about): compared like an entry, but it does
+   * not decide the home (a part reused elsewhere checks its guards itself: TreeView.guardsHold)
+   */
+  readonly guards = new Map<string, string>();
   /** home folder → the reads of parts recorded apart, each entirely at or below its home */
   readonly parts = new Map<string, Reads[]>();
   private ancestors: Set<string> | undefined;
@@ -44,6 +50,18 @@ export class Reads {
       this.entries.set(path, value);
       this.changed();
     }
+  }
+  guard(path: string, value: string): void {
+    if (this.guards.has(path)) return;
+    this.guards.set(path, value);
+    this.changed();
+  }
+  /** Every guard of these reads and of the parts they hold. */
+  *allGuards(seen = new Set<Reads>()): Generator<[string, string]> {
+    if (seen.has(this)) return;
+    seen.add(this);
+    yield* this.guards;
+    for (const list of this.parts.values()) for (const part of list) yield* part.allGuards(seen);
   }
   listing(dir: string): void {
     if (this.listings.has(dir)) return;
@@ -67,6 +85,7 @@ export class Reads {
     } else {
       for (const [p, v] of other.entries) this.entry(p, v);
       for (const d of other.listings) this.listings.add(d);
+      for (const [p, v] of other.guards) this.guard(p, v);
       for (const [d, names] of other.searches) for (const n of names) this.search(d, n);
       for (const [h, list] of other.parts) this.parts.set(h, [...new Set([...(this.parts.get(h) ?? []), ...list])]);
     }
@@ -89,6 +108,7 @@ export class Reads {
       up(d);
     };
     for (const p of this.entries.keys()) up(p);
+    for (const p of this.guards.keys()) up(p);
     for (const d of this.listings) at(d);
     for (const d of this.searches.keys()) at(d);
     for (const d of this.parts.keys()) at(d);
@@ -184,7 +204,7 @@ export async function sameReads(reads: Reads, tree: IndexedTree, from: string, t
         const { r, names } = act;
         // a listing shows names, modes and the oids of files (a folder's oid is read through its own listing)
         if (r.listings.has(dir) && !(bothFolders && x.mode === y.mode)) return false;
-        const recorded = r.entries.get(p);
+        const recorded = r.entries.get(p) ?? r.guards.get(p);
         if (recorded !== undefined && !(recorded === AS_FOLDER && bothFolders)) return false;
         if (names.length > 0 && !bothFolders && names.includes(name)) return false;
         if (names.length > 0 || r.folders().has(p)) down.push(act);

@@ -141,6 +141,8 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
         keep.push(r.entry);
         continue;
       }
+      // a folder the walk left unread (off the way to the target's paths) is not the target's, as an entry out of scope is not
+      if (r.kind === 'pruned') continue;
       const take = whole || (r.kind === 'file' ? await fileInScope(r.file) : await nodeInScope(r.node));
       if (!take) continue;
       keep.push(r.entry);

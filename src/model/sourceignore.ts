@@ -159,3 +159,122 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
 function patternLines(text: string): string[] {
   return text.split(/\r?\n/).filter((l) => !l.startsWith('#') && l.trim().length > 0);
 }
+
+/**
+ * The same rule, read lazily for the paths a build asks about (issue 33: cost follows the change).
+ * The patterns that can apply to a path are those of `spec.ignore` and of the `.sourceignore`
+ * files in the folders above it (each file is scoped to its folder: LoadIgnorePatterns), so a path
+ * costs a look at its own folders, not a search of the whole repository. Each answer records those
+ * files as guards of the part of the build being read (reads.ts): a part remembered across
+ * revisions is reused only where they are the same. Only the switch of the defaults ("a user
+ * pattern exists": then only the VCS exclusions are kept) depends on every `.sourceignore` of the
+ * source; it is searched for, as `sourceIgnore` does, the first time a path that one of the
+ * switched defaults (images, CI files, `.sops.yaml`) would leave out is asked about — which a
+ * manifest graph rarely does — and a part whose answer depended on it is not remembered (`wide`).
+ */
+export class LazySourceIgnore {
+  private readonly view: TreeView;
+  private readonly root: string;
+  private readonly spec: Pattern[];
+  /** folder → its `.sourceignore` (the entry as read, its patterns: none without a file, or for a symlink) */
+  private readonly own = new Map<string, Promise<{ path: string; entry: string; patterns: Pattern[] }>>();
+  private readonly answers = new Map<string, Promise<{ ignored: boolean; wide: boolean }>>();
+  private switched: Promise<boolean> | undefined;
+  /** the `.sourceignore` files read so far: inputs of the build */
+  readonly files: Array<{ path: string; oid: string }> = [];
+  /** grows with every answer that depended on the whole source (the defaults' switch) */
+  wide = 0;
+
+  constructor(view: TreeView, root: string, specIgnore?: string) {
+    this.view = view;
+    this.root = root;
+    this.spec = specIgnore ? patternLines(specIgnore).map((line) => pattern('', line)) : [];
+  }
+
+  /** True when Flux's artifact leaves `file` out (it or a folder above it matches). */
+  async ignored(file: string, isDir: boolean): Promise<boolean> {
+    const a = await this.answer(file, isDir);
+    if (a.wide) this.wide++;
+    return a.ignored;
+  }
+
+  private async answer(file: string, isDir: boolean): Promise<{ ignored: boolean; wide: boolean }> {
+    const slash = file.lastIndexOf('/');
+    const folder = slash < 0 ? '' : file.slice(0, slash);
+    // the rules above the path are what the answer depends on: recorded for the part asking, every time
+    for (const f of await this.rulesAbove(folder)) this.view.guard(f.path, f.entry);
+    const k = isDir ? `${file}/` : file;
+    let v = this.answers.get(k);
+    if (!v) this.answers.set(k, (v = this.decide(file, folder, isDir)));
+    return v;
+  }
+
+  private async decide(file: string, folder: string, isDir: boolean): Promise<{ ignored: boolean; wide: boolean }> {
+    let wide = false;
+    if (folder !== '') {
+      const up = await this.answer(folder, true);
+      if (up.ignored) return up;
+      wide = up.wide;
+    }
+    const user = [...(await this.rulesAbove(folder)).flatMap((f) => f.patterns), ...this.spec];
+    let defaults = VCS;
+    if (user.length === 0 && SWITCHED.some((p) => matchOne(p, file, isDir) !== undefined)) {
+      wide = true;
+      if (!(await this.anyUserPattern())) defaults = ALL_DEFAULTS;
+    }
+    let ignored = false;
+    for (const p of [...defaults, ...user]) {
+      const r = matchOne(p, file, isDir);
+      if (r !== undefined) ignored = r;
+    }
+    return { ignored, wide };
+  }
+
+  /** The `.sourceignore` of `folder` and of every folder above it, outermost first. */
+  private rulesAbove(folder: string): Promise<Array<{ path: string; entry: string; patterns: Pattern[] }>> {
+    const parts = folder ? folder.split('/') : [];
+    return Promise.all(Array.from({ length: parts.length + 1 }, (_, i) => this.patternsIn(parts.slice(0, i).join('/'))));
+  }
+
+  private patternsIn(folder: string): Promise<{ path: string; entry: string; patterns: Pattern[] }> {
+    let p = this.own.get(folder);
+    if (!p) {
+      this.own.set(folder, (p = (async () => {
+        const path = folder ? `${folder}/.sourceignore` : '.sourceignore';
+        const e = await this.view.guardEntry(path);
+        const entry = e ? `${e.mode} ${e.oid}` : '-';
+        if (!e || e.type !== 'blob' || e.mode === '120000') return { path, entry, patterns: [] };
+        this.files.push({ path, oid: e.oid });
+        const text = Buffer.from(await this.view.read(e.oid)).toString('utf8');
+        return { path, entry, patterns: patternLines(text).map((line) => pattern(folder, line)) };
+      })()));
+    }
+    return p;
+  }
+
+  /** "A user pattern exists": `spec.ignore`, or a `.sourceignore` with a pattern above or below the root (as `sourceIgnore` decides it). */
+  private anyUserPattern(): Promise<boolean> {
+    return (this.switched ??= (async () => {
+      if (this.spec.length > 0) return true;
+      const parts = this.root ? this.root.split('/') : [];
+      const folders = parts.map((_, i) => parts.slice(0, i).join('/'));
+      for (const f of await this.view.findNamed(this.root, '.sourceignore')) folders.push(f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '');
+      for (const folder of folders) if ((await this.patternsIn(folder)).patterns.length > 0) return true;
+      return false;
+    })());
+  }
+}
+
+const VCS = EXCLUDE_VCS.map((p) => pattern('', p));
+const SWITCHED = [...EXCLUDE_EXT, ...EXCLUDE_CI, ...EXCLUDE_EXTRA].map((p) => pattern('', p));
+const ALL_DEFAULTS = [...VCS, ...SWITCHED];
+
+/** What one pattern says of a path: true (left out), false (re-included by a negation), undefined (no match). */
+function matchOne(p: Pattern, file: string, isDir: boolean): boolean | undefined {
+  if (p.domain && file !== p.domain && !file.startsWith(`${p.domain}/`)) return undefined;
+  if (file === p.domain) return undefined;
+  if (p.segment && !(p.domain ? file.slice(p.domain.length + 1) : file).split('/').some((s) => segmentMatches(p, s))) return undefined;
+  const rel = p.domain ? file.slice(p.domain.length + 1) : file;
+  const r = p.matcher.test(isDir ? `${rel}/` : rel);
+  return r.ignored ? true : r.unignored ? false : undefined;
+}

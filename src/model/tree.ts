@@ -220,6 +220,9 @@ const NOTHING_FOUND: Array<{ path: string; oid: string }> = [];
 
 const entryText = (e: TreeEntry | undefined) => (e ? `${e.mode} ${e.oid}` : ABSENT);
 
+/** Files below the folders a walk reads whole that are fetched ahead (beyond: when read). */
+const PREFETCH_WHOLE = 2000;
+
 export class TreeView {
   private readonly cache: ObjectCache;
   /** the revision's root tree */
@@ -233,13 +236,17 @@ export class TreeView {
   /** what this view was asked, in the order of the builds nested in it (the innermost records) */
   private readonly sinks: Reads[] = [new Reads()];
 
-  private constructor(cache: ObjectCache, root: string) {
+  /** the commit whose tree this is (a backend that reads by path asks for it) */
+  readonly commit: string | undefined;
+
+  private constructor(cache: ObjectCache, root: string, commit?: string) {
     this.cache = cache;
     this.root = root;
+    this.commit = commit;
   }
 
   static async at(cache: ObjectCache, commit: string): Promise<TreeView> {
-    return new TreeView(cache, await cache.rootTree(commit));
+    return new TreeView(cache, await cache.rootTree(commit), commit);
   }
 
   /** The tree of `commit` with `files` written over it (deletions remove the file). */
@@ -251,6 +258,14 @@ export class TreeView {
       else if ('content' in f) view.written.set(f.path, { oid: blobOid(f.content, algorithm), mode: f.mode, content: f.content });
       else view.written.set(f.path, { oid: f.oid, mode: f.mode });
     }
+    return view;
+  }
+
+  /** The same tree (and planned change) with nothing read yet: a build whose reads are not this one's. */
+  fork(): TreeView {
+    const view = new TreeView(this.cache, this.root, this.commit);
+    for (const [p, f] of this.written) view.written.set(p, f);
+    for (const p of this.deleted) view.deleted.add(p);
     return view;
   }
 
@@ -289,6 +304,47 @@ export class TreeView {
   /** Adds the reads of a memoised part that this build reuses. */
   replay(reads: Reads): void {
     this.record().add(reads);
+  }
+
+  /**
+   * The entry at `p` (as `entry` reads it: no symlink followed on the way), recorded as a guard
+   * (reads.ts): a rule of the build that lives above the part being read.
+   */
+  async guardEntry(p: string): Promise<TreeEntry | undefined> {
+    const c = clean(p);
+    const e = await this.peek(c);
+    this.record().guard(c, entryText(e));
+    return e;
+  }
+
+  /** Records a guard already read (a rule asked again by another part of the build). */
+  guard(p: string, value: string): void {
+    this.record().guard(p, value);
+  }
+
+  /** True when every guard of `reads` (and of the parts it holds) reads the same in this view. */
+  async guardsHold(reads: Reads): Promise<boolean> {
+    for (const [p, value] of reads.allGuards()) {
+      if (entryText(await this.peek(p)) !== value) return false;
+      this.record().guard(p, value);
+    }
+    return true;
+  }
+
+  /** The entry at a clean path, recording nothing. */
+  private async peek(c: string): Promise<TreeEntry | undefined> {
+    const slash = c.lastIndexOf('/');
+    const dir = slash < 0 ? '' : c.slice(0, slash);
+    const name = slash < 0 ? c : c.slice(slash + 1);
+    if (this.changed) return (await this.listUncachedShared(dir)).get(name);
+    const w = this.wayNow(dir) ?? (await this.walkWayShared(dir));
+    return w.oid === undefined ? undefined : (await this.cache.index(w.oid, dir)).get(name);
+  }
+
+  private walkWayShared(dir: string): Promise<Way> {
+    let way = this.ways.get(dir);
+    if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
+    return way;
   }
 
   /** Records that every file named `name` below `dir` was looked for (the caller walks to find them). */
@@ -364,6 +420,42 @@ export class TreeView {
     for (const o of fresh) told.set(o, true);
   }
 
+  /**
+   * Tells a reader that fetches on demand which folders are read next: `ways` as listings (the
+   * folders on the way), `wholes` with every file below them. A reader that reads by path
+   * (RepoReader.prefetchPaths) gets them in one request; one that has the trees and fetches blobs
+   * (a blob-less mirror) gets the blobs those folders hold (the kustomizations of the ways, every
+   * file of the wholes, at most PREFETCH_WHOLE of them). Records nothing.
+   */
+  async prefetchFolders(ways: string[], wholes: string[]): Promise<void> {
+    const reader = this.cache.reader;
+    if (this.changed) return;
+    if (reader.prefetchPaths && this.commit) {
+      await reader.prefetchPaths(this.commit, [...ways.filter((w) => !wholes.includes(w)).map((path) => ({ path, whole: false })), ...wholes.map((path) => ({ path, whole: true }))]);
+      return;
+    }
+    if (!reader.prefetch) return;
+    const oids: string[] = [];
+    for (const w of ways) {
+      const oid = await this.treeOidAt(w);
+      if (oid === undefined) continue;
+      for (const [name, e] of await this.cache.index(oid, w)) if (e.type === 'blob' && e.mode !== SYMLINK && /^(kustomization\.ya?ml|Kustomization)$/.test(name)) oids.push(e.oid);
+    }
+    const below = async (oid: string, at: string): Promise<void> => {
+      for (const [name, e] of await this.cache.index(oid, at)) {
+        if (oids.length >= PREFETCH_WHOLE) return;
+        if (e.type === 'tree') await below(e.oid, at ? `${at}/${name}` : name);
+        else if (e.type === 'blob' && e.mode !== SYMLINK) oids.push(e.oid);
+      }
+    };
+    for (const w of wholes) {
+      const e = await this.peek(clean(w));
+      if (e?.type === 'tree') await below(e.oid, clean(w));
+      else if (e?.type === 'blob' && e.mode !== SYMLINK) oids.push(e.oid);
+    }
+    await this.prefetchBlobs(oids);
+  }
+
   async prefetch(dir: string, kind: string, wanted: (name: string) => boolean): Promise<void> {
     const reader = this.cache.reader;
     if (!reader.prefetch || this.changed) return;
@@ -423,12 +515,7 @@ export class TreeView {
    * tree. A way that fails records where it failed (a path found below it reads the rest).
    */
   private async baseTreeOid(dir: string): Promise<string | undefined> {
-    let w = this.wayNow(dir);
-    if (!w) {
-      let way = this.ways.get(dir);
-      if (!way) this.ways.set(dir, (way = this.walkWay(dir)));
-      w = await way;
-    }
+    const w = this.wayNow(dir) ?? (await this.walkWayShared(dir));
     if ('failed' in w) this.record().entry(w.failed, w.value);
     return w.oid;
   }

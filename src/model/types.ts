@@ -91,6 +91,32 @@ export interface RenderSpec {
   flux?: { spec: Record<string, unknown>; generatedResources?: string[] };
   /** Argo CD: the source's kustomize options and argocd-cm build options */
   argocd?: { kustomize?: Record<string, unknown>; buildOptions?: string[] };
+  /**
+   * Set when the build is cut to the part that reaches the target (issue 33: a render costs what
+   * the change can affect): the resources each kustomization file on the way leaves out
+   * (kustomization path → its entries), and what of those kustomizations reaches across their
+   * resources (a prefix, a generator, replacements…), which makes the cut unsound: then the whole
+   * build is rendered.
+   */
+  cut?: RenderCut;
+  /** The whole build (every file under the engine's path is read), for when a cut cannot stand. */
+  whole?: () => Promise<WholeBuild>;
+}
+
+export interface RenderCut {
+  /** kustomization file → the resources (entries as written) the render leaves out */
+  dropped: Map<string, string[]>;
+  /** why the cut could change the target's objects (fields of the kustomizations on the way, of the engine object's spec); empty: none */
+  across: string[];
+  /** the kustomizations rendered, the resources left out: for people */
+  kept: number;
+  left: number;
+}
+
+export interface WholeBuild {
+  spec: RenderSpec;
+  /** kustomizations outside the cut that rename or carry values across resources (a reference into them may be rewritten by the whole build) */
+  renames: string[];
 }
 
 /** A model per revision, cached: what locate and verify call. */

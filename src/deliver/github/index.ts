@@ -347,6 +347,11 @@ class GitHubRepo implements GitHubBackend {
     return this.reads.prefetch(oids);
   }
 
+  /** RepoReader.prefetchPaths: the folders a model walks next, by their paths, in one query. */
+  prefetchPaths(commit: string, folders: Array<{ path: string; whole: boolean }>): Promise<void> {
+    return this.reads.prefetchPaths(commit, folders);
+  }
+
   /** RepoReader.prefetchTrees: a tree walked whole, in one listing on a cold start. */
   prefetchTrees(oids: string[]): Promise<void> {
     return this.reads.prefetchTrees(oids);

@@ -74,6 +74,8 @@ const TREE_FIELDS = `oid entries { ${ENTRY} object { ... on Blob { ${BLOB_FIELDS
 const CONTENTS = `oid object { ... on Tree { ${TREE_FIELDS} } ... on Blob { ${BLOB_FIELDS} } }`;
 /** A tree and its sub-folders' entries, without file contents (the model reads folders; it asks for the files it reads). */
 const LEAN_TREE = `oid entries { ${ENTRY} object { ... on Tree { oid entries { ${ENTRY} } } } }`;
+/** A folder's own entries: a folder on the way to what is read (its siblings' contents are not). */
+const LISTING = `oid entries { ${ENTRY} }`;
 
 interface GqlActor {
   name: string | null;
@@ -303,9 +305,10 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
     };
     let state = known();
     if (state) return state;
+    // asked before the queue: paths asked together (the target's paths) are filled by one request
+    this.asked.add(path);
     await this.serial(async () => {
       if (known()) return;
-      this.asked.add(path);
       // the first fill of a path starts at the top of the line (the commits above are asked next);
       // a fill whose page of 100 changes ended before `commit` is continued from `commit`
       const top = this.lineTop(commit);
@@ -569,6 +572,75 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
       for (const e of entries) if (e.type === 'tree') stack.push(e.oid);
     }
     return missing;
+  }
+
+  /**
+   * Folders of `commit` about to be read (RepoReader.prefetchPaths), in one query by their paths:
+   * each folder on the way as its listing, each folder read whole with its files' texts (three
+   * levels; deeper ones are read when walked), a file with its text. What the cache holds already
+   * is not asked again.
+   */
+  async prefetchPaths(commit: string, folders: Array<{ path: string; whole: boolean }>): Promise<void> {
+    const root = (await this.readCommit(commit)).tree;
+    const wanted = folders.filter((f) => {
+      const st = f.path === '' ? { oid: root, type: 'tree' } : this.cachedEntry(commit, f.path) ?? this.entryThroughTrees(root, f.path);
+      if (!st || !('oid' in st)) return true;
+      return !(st.type === 'tree' ? this.trees.has(st.oid) && (!f.whole || !this.pendingUnder(st.oid)) : this.blobs.has(st.oid));
+    });
+    if (wanted.length === 0) return;
+    await this.serial(async () => {
+      const vars: Record<string, unknown> = { ...this.names };
+      const declared: string[] = [];
+      const parts = wanted.map((f, i) => {
+        const object = `... on Tree { ${f.whole ? TREE_FIELDS : LISTING} } ... on Blob { ${BLOB_FIELDS} }`;
+        if (f.path === '') {
+          vars[`p${i}`] = root;
+          declared.push(`$p${i}: GitObjectID!`);
+          return `p${i}: object(oid: $p${i}) { ${object} }`;
+        }
+        vars[`p${i}`] = `${commit}:${f.path}`;
+        declared.push(`$p${i}: String!`);
+        return `p${i}: object(expression: $p${i}) { ${object} }`;
+      });
+      const doc = `query($owner: String!, $name: String!, ${declared.join(', ')}) { repository(owner: $owner, name: $name) { ${parts.join(' ')} } }`;
+      const data = await this.opts.gql.query<{ repository: Record<string, (GqlTree & Partial<GqlBlob>) | null> }>(`reading ${wanted.length} folder${wanted.length === 1 ? '' : 's'} of ${commit.slice(0, 12)}`, undefined, doc, vars);
+      wanted.forEach((f, i) => {
+        const o = data.repository[`p${i}`];
+        if (!o) return;
+        if (o.entries) this.rememberTree(o.oid, o.entries, f.whole);
+        else if ('byteSize' in o) this.rememberBlob(o as GqlBlob);
+      });
+    });
+  }
+
+  /** The entry at `path` below the tree `root`, where every tree on the way is cached (another revision read the same folders). */
+  private entryThroughTrees(root: string, path: string): { oid: string; type: string } | undefined {
+    let tree = root;
+    const parts = path.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      const e = this.trees.get(tree)?.find((x) => x.path === parts[i]);
+      if (!e) return undefined;
+      if (i === parts.length - 1) return { oid: e.oid, type: e.type };
+      if (e.type !== 'tree') return undefined;
+      tree = e.oid;
+    }
+    return undefined;
+  }
+
+  /** True when a file below the tree `oid` (as far as it is cached) was named but not read. */
+  private pendingUnder(oid: string): boolean {
+    const stack = [oid];
+    const seen = new Set<string>();
+    while (stack.length > 0) {
+      const t = stack.pop()!;
+      if (seen.has(t)) continue;
+      seen.add(t);
+      for (const e of this.trees.get(t) ?? []) {
+        if (e.type === 'tree') stack.push(e.oid);
+        else if (e.type === 'blob' && !this.blobs.has(e.oid)) return true;
+      }
+    }
+    return false;
   }
 
   /** Blobs about to be read: the missing ones in queries of PREFETCH_BATCH. */
