@@ -88,5 +88,8 @@ export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {
     const line = await configFieldLine(opts.configFile, ['repo', 'url']);
     throw new ConfigError(`repo.url ${what}`, { file: opts.configFile, ...(line ? { line } : {}) });
   }
-  return factory.open(opts.location, opts);
+  const backend = await factory.open(opts.location, opts);
+  // what the engine keeps between runs beside the repository (renders by digest: src/verify/render-cache.ts)
+  if (opts.repo?.cacheDir && backend.cacheDir === undefined) Object.defineProperty(backend, 'cacheDir', { value: path.resolve(opts.relativeTo, opts.repo.cacheDir), enumerable: true });
+  return backend;
 }

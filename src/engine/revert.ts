@@ -112,7 +112,7 @@ export async function revertInto(outcome: TargetOutcome, opts: RevertOptions): P
       // where a kustomize exists: render head, after and last-known-good as the engine builds them
       const rendered = await renderCheck({
         reader: repo, renderer: await rendererFor(opts.config.render?.kustomize), models: verification.models, files: change.files,
-        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}),
+        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}), ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}),
       });
       if ('refused' in rendered) {
         outcome.action = 'alert';

@@ -101,7 +101,9 @@ export async function verifyPlan(input: VerifyInput): Promise<Verification> {
         const was = l.length ? l.map((x) => x.text).join(', ') : 'nothing';
         return refuse(`after the revert ${repoOf(image)} would be set to ${now}, but the last-known-good ${short(input.lastKnownGood)} set ${was}`);
       }
-      const line = `${repoOf(image)} set back to ${l.map((x) => x.text).join(', ') || 'nothing'}, as at the last-known-good`;
+      // what the bad commits changed, set back (a base's tag that an overlay's images: overrides, the same at both, is not news)
+      const back = l.filter((x) => !h.some((y) => y.text === x.text));
+      const line = `${repoOf(image)} set back to ${(back.length ? back : l).map((x) => x.text).join(', ') || 'nothing'}, as at the last-known-good`;
       if (!restored.includes(line)) restored.push(line);
     }
     const version = e.attempted?.chart;

@@ -38,6 +38,8 @@ export interface RenderInput {
   /** Argo CD `spec.source.kustomize` options, argocd-cm `kustomize.buildOptions` (default none =
    *  LoadRestrictionsRootOnly), and the build environment `${ARGOCD_APP_*}` expands from */
   argocd?: { kustomize?: Record<string, unknown>; buildOptions?: string[]; env?: Record<string, string> };
+  /** kustomization file → resources (entries as written) the build leaves out: a cut of the engine's build (model/types.ts RenderCut) */
+  cut?: Map<string, string[]>;
 }
 
 export type RenderResult =
@@ -128,6 +130,18 @@ async function renderIn(base: string, renderer: Renderer, input: RenderInput, op
     return input.files.has(p) || dirs.has(p === '.' ? '' : p);
   };
   const notes: string[] = [`rendered with ${renderer.kind === 'kubectl' ? 'kubectl kustomize' : 'kustomize'} ${renderer.version}`];
+  // a cut: the kustomizations on the way to the target build only the resources that reach it
+  for (const [kfile, entries] of input.cut ?? []) {
+    const text = readText(kfile);
+    if (text === undefined) continue;
+    const left = new Set(entries);
+    const doc = parseKustomization(text, kfile);
+    for (const field of ['resources', 'bases']) {
+      const list = doc[field];
+      if (Array.isArray(list)) doc[field] = list.filter((e) => !(typeof e === 'string' && left.has(e)));
+    }
+    texts.set(kfile, writeKustomization(doc));
+  }
   const flags: string[] = [];
 
   if (input.engine === 'flux') {
