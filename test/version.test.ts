@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { VERSION } from '../src/version.ts';
 import { lastgood, ROOT } from './support/cli.ts';
@@ -9,7 +9,7 @@ import { tempDir } from './support/git.ts';
 /**
  * `lastgood version`: lastgood's version, Node's, and the renderer the render check would use,
  * found as the engine finds it (kustomize, else kubectl kustomize, on the PATH; or the config's
- * render.kustomize).
+ * render.kustomize). And the image's kustomize: what the Dockerfile copies in.
  */
 
 const CONFIG = `repo:
@@ -118,4 +118,18 @@ test('--version still prints the version alone; version is in --help and in the 
   t.deepEqual(complete(['lastgood', 've']), ['version']);
   t.deepEqual(complete(['lastgood', 'version', '--']), ['--config', '--json', '--help']);
   t.regex((await lastgood(['completion', 'fish'])).stdout, /^complete -c lastgood -n '__fish_seen_subcommand_from version' -l config -r -F /m);
+});
+
+test('the Dockerfile copies kustomize v5 into the image from the official image, pinned by digest, onto the PATH', (t) => {
+  // a text check: there is no Docker engine here to build the image, nor a registry to ask for the digest
+  const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+  const copy = /^COPY --from=(\S+) (\S+) (\S+)$/m.exec(dockerfile);
+  t.truthy(copy, 'a COPY --from of the kustomize image');
+  const [, from, source, dest] = copy!;
+  t.regex(from!, /^registry\.k8s\.io\/kustomize\/kustomize:v5\.\d+\.\d+@sha256:[0-9a-f]{64}$/, 'the official image, a v5 tag, pinned by digest');
+  t.is(source, '/app/kustomize', 'where the official image keeps the binary');
+  t.is(dest, '/usr/local/bin/kustomize', 'on node:24-slim\'s PATH, where detectRenderer looks first');
+  // the version the README says the image carries
+  const tag = /:(v[\d.]+)@/.exec(from!)![1]!;
+  t.true(readFileSync(path.join(ROOT, 'README.md'), 'utf8').includes(`kustomize ${tag}`), `the README names ${tag}`);
 });
