@@ -82,7 +82,7 @@ test('install: the Deployment runs non-root on a read-only root, with probes, li
   t.deepEqual(c.args, ['controller', '--config', '/etc/lastgood/lastgood.yaml']);
   t.like(spec.securityContext, { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
   t.like(c.securityContext, { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-  t.like(c.resources, { limits: { memory: '512Mi' }, requests: { memory: '128Mi' } });
+  t.like(c.resources, { limits: { memory: '768Mi' }, requests: { memory: '128Mi' } });
   t.like(c.livenessProbe, { httpGet: { path: '/healthz', port: 'http' } });
   t.like(c.readinessProbe, { httpGet: { path: '/readyz', port: 'http' } });
   t.deepEqual(c.ports, [{ name: 'http', containerPort: 8080 }]);
