@@ -12,6 +12,16 @@ COPY ${PACKAGE} /tmp/lastgood.tgz
 # root owns the files, everyone may read them; the process runs as another user and writes only
 # to its volumes (the manifests mount /tmp and /var/lib/lastgood on a read-only root filesystem)
 RUN mkdir /app && tar -xzf /tmp/lastgood.tgz -C /app --strip-components=1 --no-same-owner && rm /tmp/lastgood.tgz
+# kustomize for the render check (README "The render check (kustomize)"), so that a revert made
+# in-cluster is rendered and checked as one made by the CLI. From the official image, pinned by
+# digest; v5.8.1 is the kustomize Flux's kustomize-controller builds with, so the render of the
+# last-known-good can reproduce the digest Flux records in status.history. The binary is static
+# (CGO_ENABLED=0 in kustomize's kustomize.Dockerfile), at /app/kustomize in that image, and lands
+# on the PATH, where the render check looks first (`lastgood version` prints what it found).
+# The digest is the one public renovate-managed files pin for this tag; it was not checked against
+# the registry where this line was written (no Docker engine or registry access there): a build
+# that cannot pull it fails here. Renew the tag and the digest together.
+COPY --from=registry.k8s.io/kustomize/kustomize:v5.8.1@sha256:899fcd3bc898160e62bcaf82932b0cb29ba38d16272353db2e7acbba82129429 /app/kustomize /usr/local/bin/kustomize
 ENV NODE_ENV=production
 USER 65532:65532
 EXPOSE 8080

@@ -372,6 +372,18 @@ program
   });
 
 program
+  .command('version')
+  .description('print the versions of lastgood and Node, and the kustomize the render check would use')
+  .option('--config <file>', 'lastgood.yaml: honour its render.kustomize (default: kustomize, else kubectl kustomize, on the PATH)')
+  .option('--json', 'print one JSON document')
+  .action(async (o: { config?: string; json?: boolean }) => {
+    const setting = o.config ? (await loadConfig(o.config)).render?.kustomize : undefined;
+    const { formatVersionInfo, versionInfo } = await import('./version-info.ts');
+    const info = await versionInfo(setting);
+    process.stdout.write(o.json ? JSON.stringify(info, null, 2) + '\n' : formatVersionInfo(info));
+  });
+
+program
   .command('completion')
   .description('print a shell completion script: source <(lastgood completion bash)')
   .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))

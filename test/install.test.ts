@@ -82,7 +82,7 @@ test('install: the Deployment runs non-root on a read-only root, with probes, li
   t.deepEqual(c.args, ['controller', '--config', '/etc/lastgood/lastgood.yaml']);
   t.like(spec.securityContext, { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
   t.like(c.securityContext, { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-  t.like(c.resources, { limits: { memory: '512Mi' }, requests: { memory: '128Mi' } });
+  t.like(c.resources, { limits: { memory: '768Mi' }, requests: { memory: '128Mi' } });
   t.like(c.livenessProbe, { httpGet: { path: '/healthz', port: 'http' } });
   t.like(c.readinessProbe, { httpGet: { path: '/readyz', port: 'http' } });
   t.deepEqual(c.ports, [{ name: 'http', containerPort: 8080 }]);
@@ -179,7 +179,9 @@ test('Dockerfile (checked without a Docker engine, which this machine has not): 
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
   t.is(/^ARG PACKAGE=(\S+)$/m.exec(dockerfile)![1], `lastgood-${pkg.version}.tgz`, 'the tarball npm pack names');
   const copies = [...dockerfile.matchAll(/^(?:COPY|ADD) (.+)$/gm)].map((m) => m[1]!);
-  t.deepEqual(copies, ['${PACKAGE} /tmp/lastgood.tgz']);
+  t.deepEqual(copies.filter((c) => !c.startsWith('--from=')), ['${PACKAGE} /tmp/lastgood.tgz']);
+  // from another image, only kustomize for the render check (test/version.test.ts checks its pin)
+  t.deepEqual(copies.filter((c) => c.startsWith('--from=')).map((c) => c.split(' ').slice(1).join(' ')), ['/app/kustomize /usr/local/bin/kustomize']);
   const ignore = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
   t.deepEqual(ignore, ['*', '!lastgood-*.tgz'], 'only the tarball is in the build context');
   const user = /^USER (\d+):(\d+)$/m.exec(dockerfile);
@@ -204,6 +206,9 @@ test('Dockerfile (checked without a Docker engine, which this machine has not): 
   t.false(readdirSync(app).includes('node_modules'));
   const run = (args: string[]) => spawnSync(process.execPath, [path.join(app, entry[1]!.replace('/app/', '')), ...args], { cwd: app, encoding: 'utf8' });
   t.is(run(['--version']).stdout.trim(), pkg.version);
+  const version = run(['version']);
+  t.is(version.status, 0, version.stderr);
+  t.regex(version.stdout, new RegExp(`^lastgood ${pkg.version.replaceAll('.', '\\.')}\nnode v\\d+\\.\\d+\\.\\d+\nrender: `));
   const help = run(['controller', '--help']);
   t.is(help.status, 0, help.stderr);
   t.regex(help.stdout, /--config <file>/);

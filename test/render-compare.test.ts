@@ -225,7 +225,7 @@ test('a build never reads outside the repository, nor anything remote: refused b
 });
 
 test('detectRenderer: off, a configured path that is not a binary, nothing on the PATH', async (t) => {
-  t.deepEqual(await detectRenderer({ configured: 'off' }), { unavailable: 'rendering is turned off (renderer: off)' });
+  t.deepEqual(await detectRenderer({ configured: 'off' }), { unavailable: 'rendering is turned off (render.kustomize: off)' });
   t.deepEqual(await detectRenderer({ configured: '/nonexistent/kustomize' }), { unavailable: 'the configured renderer /nonexistent/kustomize is not an executable file' });
   t.deepEqual(await detectRenderer({ env: { PATH: '/nonexistent' } }), { unavailable: 'neither kustomize nor kubectl is on the PATH' });
 });

@@ -133,7 +133,7 @@ export function firstLines(text: string, n: number): string {
 export async function detectRenderer(opts: { configured?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Renderer | Unavailable> {
   const env = opts.env ?? process.env;
   let found: { file: string; kind: Renderer['kind'] } | undefined;
-  if (opts.configured === 'off') return { unavailable: 'rendering is turned off (renderer: off)' };
+  if (opts.configured === 'off') return { unavailable: 'rendering is turned off (render.kustomize: off)' };
   if (opts.configured) {
     if (!(await isExecutable(opts.configured))) return { unavailable: `the configured renderer ${opts.configured} is not an executable file` };
     found = { file: opts.configured, kind: /kubectl/i.test(path.basename(opts.configured)) ? 'kubectl' : 'kustomize' };
