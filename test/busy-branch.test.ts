@@ -3,6 +3,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test, { type ExecutionContext } from 'ava';
 import { git, tempDir, writeFile } from './support/git.ts';
+import { firstRead, planReads } from '../src/engine/branch-moved.ts';
+import type { TargetModel } from '../src/model/types.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
 import { KUSTOMIZATION, revertsOf, run, runPaused, scenario, TARGET_PATH, type RunOutcome, type Scenario } from './support/revert-scenario.ts';
 import { runRelayed, spawnRelayed } from './support/spawner.ts';
@@ -313,4 +315,34 @@ test('a lastgood commit for this target that reverts another failure: planned ag
   t.regex(r.stderr, REPLANNED);
   t.true(outcome.created);
   t.is(git(s.repo, 'rev-parse', 'main^'), foreign);
+});
+
+test('what a plan read, as paths: a folder stands for everything below it, a generated kustomization for its folder, the root for all', (t) => {
+  const model = (inputs: string[], regions: string[], render?: string[]): TargetModel => ({
+    engine: 'flux', describe: 'Flux Kustomization flux-system/apps', setters: [], opaque: [], missing: [], builds: true,
+    inputs: new Map(inputs.map((p) => [p, { path: p, digest: 'd', role: 'kustomization' as const }])), regions,
+    ...(render ? { render: { engine: 'flux' as const, root: 'apps', files: new Map(render.map((p) => [p, 'oid'])) } } : {}),
+  });
+  const bad = [{ oid: 'b'.repeat(40), message: 'podinfo 6.1.0', parents: [], tree: '', author: { name: 'Dev', email: 'dev@example.com', timestamp: 0, timezoneOffset: 0 }, committer: { name: 'Dev', email: 'dev@example.com', timestamp: 0, timezoneOffset: 0 } }];
+  const reads = planReads({
+    target: { paths: ['apps/podinfo/prod/'], freeze: 'auto' },
+    files: [{ path: 'clusters/freeze.yaml', delete: true }],
+    models: [model(['apps/podinfo/base/deploy.yaml', 'shared/(generated kustomization)'], ['apps/podinfo/base'], ['lib/render-only.yaml'])],
+    rendered: true,
+    bad,
+  });
+  t.is(firstRead(reads, ['infra/redis/values.yaml', 'README.md']), undefined);
+  t.is(firstRead(reads, ['README.md', 'apps/podinfo/prod/kustomization.yaml']), 'apps/podinfo/prod/kustomization.yaml', 'the target paths');
+  t.is(firstRead(reads, ['apps/podinfo/base/new/patch.yaml']), 'apps/podinfo/base/new/patch.yaml', 'below a region');
+  t.is(firstRead(reads, ['shared/sub/extra.yaml']), 'shared/sub/extra.yaml', 'a file Flux\'s generated kustomization may take');
+  t.is(firstRead(reads, ['clusters/freeze.yaml']), 'clusters/freeze.yaml', 'a file the change writes');
+  t.is(firstRead(reads, ['lib/render-only.yaml']), 'lib/render-only.yaml', 'a file the render read');
+  t.is(firstRead(reads, ['apps/podinfo/prodx/a.yaml', 'apps/podinfo']), undefined, 'a sibling with the same prefix, a folder above');
+  t.is(firstRead(planReads({ target: { paths: ['apps/podinfo/prod/'], freeze: 'auto' }, files: [], models: [model([], [''])], rendered: false, bad }), ['anything/at/all']), 'anything/at/all', 'the root region: everything');
+  // a bot's bad commit: the freeze edits searched every YAML file of the repository
+  const botBad = [{ ...bad[0]!, message: 'Update from image update automation' }];
+  const freezeReads = planReads({ target: { paths: ['apps/podinfo/prod/'], freeze: 'auto' }, files: [], models: [], rendered: false, bad: botBad });
+  t.is(firstRead(freezeReads, ['infra/automation.yaml']), 'infra/automation.yaml');
+  t.is(firstRead(freezeReads, ['infra/notes.txt']), undefined);
+  t.is(firstRead(planReads({ target: { paths: ['apps/podinfo/prod/'], freeze: 'off' }, files: [], models: [], rendered: false, bad: botBad }), ['infra/automation.yaml']), undefined, 'no freeze, no search');
 });
