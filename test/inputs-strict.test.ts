@@ -241,8 +241,10 @@ test('an unsupported repo.url is a config error with the file and line of repo.u
 
 test('a branch that keeps moving while the revert is planned: exit 3 with what happened, nothing written', async (t) => {
   const s = repoScenario();
-  // the recovery hook runs right before delivery, and moves the branch every time
-  const mover = ['sh', '-c', `git -C '${s.repo}' -c user.name=x -c user.email=x@example.com commit -q --allow-empty -m moved`];
+  // the recovery hook runs right before delivery, and moves the branch every time with a commit to
+  // the target's paths, so the plan must be made again (and the hook run again) each time: a commit
+  // that touches nothing the plan read is written on top of instead (test/busy-branch.test.ts)
+  const mover = ['sh', '-c', `date +%s%N > '${s.repo}/${P}moved.txt' && git -C '${s.repo}' add -A && git -C '${s.repo}' -c user.name=x -c user.email=x@example.com commit -q -m moved`];
   const config = configWith(s.dir, { url: s.repo, extra: `    onFailure:\n      analysis: { hook: { command: ${JSON.stringify(mover)}, timeout: 10s }, then: revert }\n` });
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.bad}`, applied: `main@sha1:${s.good}`, ready: 'False' })));
   const r = await lastgood(['run', '--now', NOW, '--config', config, '--snapshot', snap]);

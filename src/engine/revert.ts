@@ -6,7 +6,7 @@ import { changedFiles, firstParentLog } from '../history/graph.ts';
 import { blastRadius } from '../revert/blast-radius.ts';
 import { locate, type Located } from '../history/locate.ts';
 import { lastgoodTarget, revertedBy } from '../history/trailers.ts';
-import type { RepoBackend } from '../repo/types.ts';
+import type { Change, DeliveryMode, DeliveryResult, RepoBackend } from '../repo/types.ts';
 import { diffChange, diffStat, unifiedDiff } from '../revert/diff.ts';
 import { commitMessage, lkgPhrase, pullRequestText } from '../revert/message.ts';
 import { modelTarget, type TargetModeler } from '../model/index.ts';
@@ -14,6 +14,7 @@ import { describeVerification, verifyPlan } from '../verify/model-check.ts';
 import { renderCheck, rendererFor } from '../verify/render-check.ts';
 import type { TargetOutcome, Report, RevertOptions, PersonRevertOptions } from './types.ts';
 import { baseOutcome } from './outcome.ts';
+import { afterBranchMoved, planReads, type PlanReads } from './branch-moved.ts';
 import { selectTargets } from './check.ts';
 import { commitLinks, hookBefore, notifyOutcomes } from './effects.ts';
 import { messageInput, plan } from './plan.ts';
@@ -40,121 +41,28 @@ export async function personRevert(opts: PersonRevertOptions): Promise<Report> {
   return revertTarget({ ...opts, target: target!, verdict });
 }
 
+/** Full re-plans after the branch moved under a plan whose reads it changed: each costs as much as the first. */
 const MAX_REPLANS = 3;
+/**
+ * Deliveries of the same plan on a newer head whose new commits touch nothing the plan read: each
+ * costs a ref read, the new commits' messages, a tree diff of what they changed and one
+ * compare-and-swap, so a run outpaces a bot that pushes every few hundred ms. The bound only stops
+ * a branch that never holds still for one write (then exit 3, as before).
+ */
+const MAX_REDELIVERIES = 50;
 
 export async function revertInto(outcome: TargetOutcome, opts: RevertOptions): Promise<void> {
-  const { repo, target, log } = opts;
-  const branch = opts.config.repo.branch;
+  const { target, log } = opts;
   // what the engine reads for the target (src/model): locate names the commits that changed it, verify checks the plan against it
-  const model: TargetModeler = modelTarget({ reader: repo, target, observed: opts.observed });
+  const model: TargetModeler = modelTarget({ reader: opts.repo, target, observed: opts.observed });
+  const redeliveries = { count: 0 };
   for (let attempt = 0; ; attempt++) {
     try {
-      const head = await repo.head(branch);
-      const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
-      if (!opts.bad) await preferVerified(repo, located, target);
-      outcome.bad = located.bad.map((c) => c.oid);
-      outcome.lastKnownGood = located.lastKnownGood;
-      outcome.verified = located.verified;
-      outcome.lkg = lkgPhrase(located);
-      outcome.explanation = located.explanation;
-      log.info({ target: target.name, revision: located.bad[0]?.oid, lastKnownGood: located.lastKnownGood }, 'located bad revision');
-
-      const existing = located.alreadyRevertedBy ?? (await findExistingRevert(repo, head, target, located));
-      if (existing) {
-        outcome.commit = existing;
-        outcome.created = false;
-        outcome.reason = `${outcome.reason}; already reverted by ${existing.slice(0, 12)}`;
-        return;
-      }
-      const { change, planned } = await plan(opts, head, located);
-      if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
-      if (change.files.length === 0) {
-        outcome.created = false;
-        outcome.reason = planned.strategy === 'restore'
-          ? `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`
-          : `${outcome.reason}; the bad commits' changes are already undone on ${branch}: nothing to write`;
-        return;
-      }
-      const diffs = await diffChange(repo, head, change.files);
-      outcome.diffStat = diffStat(diffs);
-      outcome.message = change.message;
-      const refused = blastRadius({
-        files: change.files,
-        before: await repo.listFiles(head, target.paths),
-        paths: target.paths,
-        strategy: planned.strategy,
-        touched: located.touched,
-        freezeFiles: planned.freezeFiles,
-        ...target.blastRadius,
-      });
-      if (refused.length > 0) {
-        // refused whatever the plan's reasons: the plan is shown, nothing is written
-        outcome.action = 'alert';
-        outcome.reason = `refused by the blast-radius guard: ${refused.join('; ')}; nothing written (the planned change is shown)`;
-        outcome.diff = unifiedDiff(diffs);
-        return;
-      }
-      // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
-      const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
-      if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
-      if (!verification.refused) {
-        outcome.checked = { summary: describeVerification(verification) };
-        // the commit says what it was checked against
-        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
-        outcome.message = change.message;
-      }
-      if (verification.refused) {
-        outcome.action = 'alert';
-        outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
-        outcome.diff = unifiedDiff(diffs);
-        return;
-      }
-      // where a kustomize exists: render head, after and last-known-good as the engine builds them
-      const rendered = await renderCheck({
-        reader: repo, renderer: await rendererFor(opts.config.render?.kustomize), models: verification.models, files: change.files,
-        lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}), ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}),
-      });
-      if ('refused' in rendered) {
-        outcome.action = 'alert';
-        outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
-        outcome.diff = unifiedDiff(diffs);
-        if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
-        return;
-      }
-      if ('skipped' in rendered) {
-        outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
-        // the request says why there is no rendered diff: a kustomize may well exist and the build fail
-        outcome.checked = { summary: outcome.checked!.summary, notRendered: rendered.skipped.replace(/^the render check was not possible: /, '') };
-      }
-      else {
-        outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
-        if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
-        change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
-        outcome.message = change.message;
-      }
-      const mode = opts.mode ?? target.mode;
-      if (mode === 'pull-request') {
-        const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
-        change.pullRequest = { ...pr, ...opts.config.pullRequest };
-      }
-      if (opts.dryRun) {
-        outcome.diff = unifiedDiff(diffs);
-        outcome.reason = `${outcome.reason}; dry run: ${opts.hook ? 'hook not run, ' : ''}nothing written`;
-        return;
-      }
-      if (opts.hook && !(await hookBefore(outcome, opts.hook, opts))) return;
-      const result = await repo.deliver(change, mode);
-      outcome.commit = result.commit;
-      outcome.branch = result.branch;
-      outcome.created = result.created;
-      if (result.pullRequest) outcome.pullRequest = result.pullRequest.url;
-      // what did not stop the delivery but a person should know (an edit kept in the work tree, a
-      // reviewer not requested, an unsigned REST fallback, where to open the merge request)
-      if (result.warnings?.length) outcome.notes = [...(outcome.notes ?? []), ...result.warnings];
-      log.info({ target: target.name, revision: located.bad[0]?.oid, commit: result.commit, created: result.created }, 'delivered revert');
+      const ready = await prepareRevert(outcome, opts, model);
+      if (ready) await deliverRevert(outcome, opts, ready, redeliveries);
       return;
     } catch (error) {
-      if (error instanceof StaleHeadError && attempt < MAX_REPLANS) {
+      if (error instanceof StaleHeadError && attempt < MAX_REPLANS && redeliveries.count < MAX_REDELIVERIES) {
         log.warn({ target: target.name, head: error.head }, 'branch moved while planning; planning again');
         continue;
       }
@@ -166,6 +74,170 @@ export async function revertInto(outcome: TargetOutcome, opts: RevertOptions): P
       throw error;
     }
   }
+}
+
+/** A plan that passed every check, ready to be written. */
+interface ReadyRevert {
+  change: Change;
+  mode: DeliveryMode;
+  located: Located;
+  /** what the plan read: a branch that moved elsewhere keeps it valid (branch-moved.ts) */
+  reads: PlanReads;
+}
+
+/**
+ * Locate, plan, verify and render on the branch's head. Undefined when there is nothing to write
+ * (already reverted, nothing to undo, refused, a dry run, a hook that said no): `outcome` says why.
+ */
+async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model: TargetModeler): Promise<ReadyRevert | undefined> {
+  const { repo, target, log } = opts;
+  const branch = opts.config.repo.branch;
+  const head = await repo.head(branch);
+  const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
+  if (!opts.bad) await preferVerified(repo, located, target);
+  outcome.bad = located.bad.map((c) => c.oid);
+  outcome.lastKnownGood = located.lastKnownGood;
+  outcome.verified = located.verified;
+  outcome.lkg = lkgPhrase(located);
+  outcome.explanation = located.explanation;
+  log.info({ target: target.name, revision: located.bad[0]?.oid, lastKnownGood: located.lastKnownGood }, 'located bad revision');
+
+  const existing = located.alreadyRevertedBy ?? (await findExistingRevert(repo, head, target, located));
+  if (existing) {
+    alreadyReverted(outcome, existing);
+    return undefined;
+  }
+  const { change, planned } = await plan(opts, head, located);
+  if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
+  if (change.files.length === 0) {
+    outcome.created = false;
+    outcome.reason = planned.strategy === 'restore'
+      ? `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`
+      : `${outcome.reason}; the bad commits' changes are already undone on ${branch}: nothing to write`;
+    return undefined;
+  }
+  const diffs = await diffChange(repo, head, change.files);
+  outcome.diffStat = diffStat(diffs);
+  outcome.message = change.message;
+  const refused = blastRadius({
+    files: change.files,
+    before: await repo.listFiles(head, target.paths),
+    paths: target.paths,
+    strategy: planned.strategy,
+    touched: located.touched,
+    freezeFiles: planned.freezeFiles,
+    ...target.blastRadius,
+  });
+  if (refused.length > 0) {
+    // refused whatever the plan's reasons: the plan is shown, nothing is written
+    outcome.action = 'alert';
+    outcome.reason = `refused by the blast-radius guard: ${refused.join('; ')}; nothing written (the planned change is shown)`;
+    outcome.diff = unifiedDiff(diffs);
+    return undefined;
+  }
+  // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
+  const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
+  if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
+  if (!verification.refused) {
+    outcome.checked = { summary: describeVerification(verification) };
+    // the commit says what it was checked against
+    change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+    outcome.message = change.message;
+  }
+  if (verification.refused) {
+    outcome.action = 'alert';
+    outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
+    outcome.diff = unifiedDiff(diffs);
+    return undefined;
+  }
+  // where a kustomize exists: render head, after and last-known-good as the engine builds them
+  const renderer = await rendererFor(opts.config.render?.kustomize);
+  const rendered = await renderCheck({
+    reader: repo, renderer, models: verification.models, files: change.files,
+    lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}), ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}),
+  });
+  if ('refused' in rendered) {
+    outcome.action = 'alert';
+    outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
+    outcome.diff = unifiedDiff(diffs);
+    if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
+    return undefined;
+  }
+  if ('skipped' in rendered) {
+    outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
+    // the request says why there is no rendered diff: a kustomize may well exist and the build fail
+    outcome.checked = { summary: outcome.checked!.summary, notRendered: rendered.skipped.replace(/^the render check was not possible: /, '') };
+  }
+  else {
+    outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
+    if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
+    change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
+    outcome.message = change.message;
+  }
+  const mode = opts.mode ?? target.mode;
+  if (mode === 'pull-request') {
+    const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
+    change.pullRequest = { ...pr, ...opts.config.pullRequest };
+  }
+  if (opts.dryRun) {
+    outcome.diff = unifiedDiff(diffs);
+    outcome.reason = `${outcome.reason}; dry run: ${opts.hook ? 'hook not run, ' : ''}nothing written`;
+    return undefined;
+  }
+  if (opts.hook && !(await hookBefore(outcome, opts.hook, opts))) return undefined;
+  const { head: headModel, after } = verification.models;
+  const reads = planReads({ target, files: change.files, models: [headModel, after], rendered: 'accepted' in rendered ? (rendered.whole ? 'whole' : 'cut') : 'no', bad: located.bad });
+  return { change, mode, located, reads };
+}
+
+/**
+ * Writes the plan. In commit mode, a branch that moved since the plan's head gets the same change
+ * on its new head when the new commits touch nothing the plan read (branch-moved.ts), without
+ * locating, planning, verifying or rendering again; one that now holds a revert of the newest bad
+ * commit is reported as already reverted. Otherwise the StaleHeadError goes up: a full re-plan.
+ * Pull-request mode re-plans as before (its review branch is rebuilt from the plan).
+ */
+async function deliverRevert(outcome: TargetOutcome, opts: RevertOptions, ready: ReadyRevert, redeliveries: { count: number }): Promise<void> {
+  const { repo, target, log } = opts;
+  const { mode, located } = ready;
+  let change = ready.change;
+  for (;;) {
+    let result: DeliveryResult;
+    try {
+      result = await repo.deliver(change, mode);
+    } catch (error) {
+      if (!(error instanceof StaleHeadError) || mode !== 'commit' || redeliveries.count >= MAX_REDELIVERIES) throw error;
+      const next = await afterBranchMoved({ reader: repo, target: target.name, bad: located.bad[0]?.oid, planned: change.parent, moved: error.head, reads: ready.reads });
+      if (next.kind === 'already-reverted') {
+        log.info({ target: target.name, head: error.head, commit: next.commit }, 'branch moved: the bad revision is already reverted on it');
+        alreadyReverted(outcome, next.commit);
+        return;
+      }
+      if (next.kind === 'replan') {
+        log.info({ target: target.name, head: error.head, why: next.why }, 'branch moved: the new commits change what the plan read');
+        throw error;
+      }
+      redeliveries.count++;
+      log.info({ target: target.name, head: error.head, redelivery: redeliveries.count }, 'branch moved; delivering the same revert on the new head');
+      change = { ...change, parent: error.head };
+      continue;
+    }
+    outcome.commit = result.commit;
+    outcome.branch = result.branch;
+    outcome.created = result.created;
+    if (result.pullRequest) outcome.pullRequest = result.pullRequest.url;
+    // what did not stop the delivery but a person should know (an edit kept in the work tree, a
+    // reviewer not requested, an unsigned REST fallback, where to open the merge request)
+    if (result.warnings?.length) outcome.notes = [...(outcome.notes ?? []), ...result.warnings];
+    log.info({ target: target.name, revision: located.bad[0]?.oid, commit: result.commit, created: result.created }, 'delivered revert');
+    return;
+  }
+}
+
+function alreadyReverted(outcome: TargetOutcome, commit: string): void {
+  outcome.commit = commit;
+  outcome.created = false;
+  outcome.reason = `${outcome.reason}; already reverted by ${commit.slice(0, 12)}`;
 }
 
 /** The commits lastgood recorded healthy for a target (where the backend keeps records). */

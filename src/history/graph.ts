@@ -205,6 +205,11 @@ export function underPaths(file: string, paths: string[]): boolean {
   });
 }
 
+/** Files that differ between two commits anywhere in the repository, at most `cap` of them: a tree diff that reads only subtrees whose oids differ. */
+export function changedPaths(reader: RepoReader, from: string, to: string, cap: number): Promise<string[]> {
+  return changedOutside(reader, from, to, [], cap);
+}
+
 /**
  * Files that differ between two commits anywhere in the repository, except under `paths`, at most
  * `cap` of them: only subtrees whose oids differ are read.

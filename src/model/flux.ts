@@ -308,7 +308,16 @@ registerEngine({
       builds: scoped.builds,
       // made when asked (a walk of a 2,200-application graph builds many models and asks none)
       get regions() {
-        return (regions ??= [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])]);
+        if (regions) return regions;
+        if (!graph.pruned) return (regions = [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])]);
+        // the part that reaches the target: the kustomizations on the way (their files, not their
+        // folders: a sibling application changes nothing here), the folders read whole, and the
+        // .sourceignore files above any of them
+        const above = new Set(graph.above ?? []);
+        const files = (graph.above ?? []).flatMap((n) => (n.file ? [n.file.named ?? n.file.path] : []));
+        const whole = nodesOf(graph.root).filter((n) => !above.has(n)).map((n) => n.dir);
+        const ignores = [...whole, ...files, ...inputs.keys()].flatMap((p) => ancestorIgnoreFiles(p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : ''));
+        return (regions = [...new Set([...files, ...whole, ...inputs.keys(), ...ignores, ...ancestorIgnoreFiles(graph.rootDir)])]);
       },
       render: {
         engine: 'flux',

@@ -20,7 +20,8 @@ import { cachedRender, renderKey } from './render-cache.ts';
 export type RenderCheck =
   | { skipped: string }
   | { refused: string; diff?: RenderedDiff }
-  | { accepted: true; diff: RenderedDiff; notes: string[] };
+  /** `whole`: the whole build was rendered (every file under the engine's path read), not only the part that reaches the target */
+  | { accepted: true; diff: RenderedDiff; notes: string[]; whole: boolean };
 
 /** One detection per process and setting: it spawns the binary. */
 const detected = new Map<string, Promise<Renderer | { unavailable: string }>>();
@@ -115,7 +116,7 @@ export async function renderCheck(input: RenderCheckInput): Promise<RenderCheck>
       ? `the render of the last-known-good reproduces the digest Flux recorded for it (${digest.slice(0, 19)}…)`
       : `the render of the last-known-good does not reproduce the digest Flux recorded for it (${digest.slice(0, 19)}…): ${head.notes[0] ?? 'another kustomize version'} (Flux builds with its own; a signal, not a refusal)`);
   }
-  return { accepted: true, diff, notes };
+  return { accepted: true, diff, notes, whole: !renders.cut };
 }
 
 type Rendered = Awaited<ReturnType<typeof render>>;
