@@ -251,7 +251,7 @@ async function wholeRunRow(input: Input, backend: Backend, shape: Shape, reps: n
         if (t.code !== 0) throw new Error(`${bench} ${input.size}: the baseline failed (exit ${t.code}): ${t.stderr.trim()}`);
         theirs.push(t);
       };
-      const ourRun = async () => ours.push(await lastgoodRun(input, backend, shape, mode, path.join(root, `run-${rep}`), services));
+      const ourRun = async () => ours.push(await lastgoodRun(input, backend, shape, mode, path.join(root, `run-${rep}`), services, rep === 0));
       // interleaved, the first alternating: a neighbour's burst lands on either side alike
       if (rep % 2 === 0) {
         await baseline();
@@ -290,7 +290,7 @@ interface Services {
 }
 
 /** One `lastgood run`, a new process on a fresh copy of the repository; checks that it wrote the revert. */
-async function lastgoodRun(input: Input, backend: Backend, shape: Shape, mode: 'commit' | 'pull-request', dir: string, services: Services): Promise<LastgoodRun> {
+async function lastgoodRun(input: Input, backend: Backend, shape: Shape, mode: 'commit' | 'pull-request', dir: string, services: Services, first: boolean): Promise<LastgoodRun> {
   const folder = input.paths[0]!;
   rmSync(dir, { recursive: true, force: true });
   execFileSync('mkdir', ['-p', dir]);
@@ -336,7 +336,19 @@ async function lastgoodRun(input: Input, backend: Backend, shape: Shape, mode: '
       if (emulator.pulls.length !== 1) throw new Error(`${what}: ${emulator.pulls.length} pull requests, not 1`);
       if (emulator.violations.length > 0) throw new Error(`${what}: GitHub emulator violations: ${emulator.violations.join('; ')}`);
       requests = emulator.requests;
-    } else if (backend === 'git-remote') requests = services.gitServer!.log.length - requestsFrom;
+      if (first) {
+        const byOperation: Record<string, number> = {};
+        for (const r of emulator.log) byOperation[r.operationId ?? r.path] = (byOperation[r.operationId ?? r.path] ?? 0) + 1;
+        say(`${what}: the GitHub requests: ${JSON.stringify(byOperation)}`);
+      }
+    } else if (backend === 'git-remote') {
+      requests = services.gitServer!.log.length - requestsFrom;
+      if (first) {
+        const byCommand: Record<string, number> = {};
+        for (const r of services.gitServer!.log.slice(requestsFrom)) byCommand[`${r.method} ${r.command ?? r.path}`] = (byCommand[`${r.method} ${r.command ?? r.path}`] ?? 0) + 1;
+        say(`${what}: the git requests: ${JSON.stringify(byCommand)}`);
+      }
+    }
     const rendered = `${target.checked.rendered.summary} (${(target.notes ?? []).filter((n) => n.startsWith('rendered')).join('; ')})`;
     return { ...t, ...(requests !== undefined ? { requests } : {}), rendered };
   } finally {
@@ -396,10 +408,11 @@ async function pushBadCommit(gitdir: string, input: Input, tag: string, at: numb
   const dir = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-index-'));
   const env = { ...GIT_ENV, GIT_INDEX_FILE: path.join(dir, 'index'), GIT_AUTHOR_DATE: `${at} +0000`, GIT_COMMITTER_DATE: `${at} +0000` };
   const git = async (args: string[], stdin?: string) => {
-    const child = spawn('git', args, { cwd: gitdir, env, stdio: ['pipe', 'pipe', 'inherit'] });
-    child.stdin.end(stdin ?? '');
+    // stdin only for the one that reads it: a write to a git that exited without reading is EPIPE
+    const child = spawn('git', args, { cwd: gitdir, env, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'inherit'] });
+    if (stdin !== undefined) child.stdin!.end(stdin);
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
     const code = await new Promise<number | null>((resolve, reject) => {
       child.on('error', reject);
       child.on('close', resolve);
