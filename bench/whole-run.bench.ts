@@ -232,15 +232,12 @@ interface LastgoodRun extends Timed {
   rendered: string;
 }
 
-async function wholeRunRow(input: Input, backend: Backend, shape: Shape, reps: number, services: Services): Promise<Record<string, unknown> & { bench: string }> {
+async function wholeRunRow(input: Input, work: string, backend: Backend, shape: Shape, reps: number, services: Services): Promise<Record<string, unknown> & { bench: string }> {
   const bench = `whole-run/${backend}/${shape}`;
   const folder = input.paths[0]!;
   const overlay = folder.replace(/\/$/, '');
   const mode = backend === 'github' ? 'pull-request' : 'commit';
   const root = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-whole-'));
-  // the person's working clone, made before anything is timed
-  const work = path.join(root, 'work');
-  execFileSync('git', ['clone', '-q', input.gitdir, work], { env: GIT_ENV });
   const ours: LastgoodRun[] = [];
   const theirs: Timed[] = [];
   try {
@@ -378,7 +375,13 @@ function startController(configFile: string, env: NodeJS.ProcessEnv): Controller
       lines.push({ text: line });
     }
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // a bench that dies on an error it did not catch takes the controller with it
+  const orphan = () => child.kill('SIGKILL');
+  process.on('exit', orphan);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+    process.off('exit', orphan);
+    resolve(code);
+  }));
   return { pid: child.pid!, lines, exited, stderr: () => text };
 }
 
@@ -516,7 +519,7 @@ targets:
         if (now !== bad) return now;
         if (p.lines.slice(from).some((l) => l.level === 50 || l.level === 60)) throw new Error(`the controller logged an error: ${p.lines.slice(from).map((l) => JSON.stringify(l)).join('\n')}`);
         return undefined;
-      }, 300_000);
+      }, 30 * 60_000);
       const ms = performance.now() - t0;
       // when the controller decided to act, by its log (the same clock): the rest is the repository's work
       const decision = p.lines.slice(from).find((l) => l.msg === 'decided' && l.verdict === 'failed');
@@ -592,7 +595,14 @@ export default async function* (): AsyncGenerator<Record<string, unknown> & { be
       if (rows.length === 0) continue;
       const input = await inputOf(size);
       say(`whole-run: ${size} (${input.files} files, ${input.commits} commits), ${rows.length} rows`);
-      for (const r of rows) yield await wholeRunRow(input, r.backend, r.shape, repsOverride ?? REPS[size], services);
+      // the person's working clone, made before anything is timed (reset to the head before each revert)
+      const work = path.join(services.root, `work-${size}`);
+      execFileSync('git', ['clone', '-q', input.gitdir, work], { env: GIT_ENV });
+      try {
+        for (const r of rows) yield await wholeRunRow(input, work, r.backend, r.shape, repsOverride ?? REPS[size], services);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
     }
   } finally {
     await services.gitServer?.close();
