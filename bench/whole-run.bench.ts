@@ -540,8 +540,9 @@ targets:
       clock++;
       const healthyFrom = p.lines.length;
       const healed = iso(Date.now());
-      kube.apply(ks({ attempted: revert, applied: revert, ready: 'True', since: healed }));
+      // the Deployment first: Flux's health check (wait: true) says Ready only once it is available
       kube.apply(deployment({ name: input.app, namespace: 'prod', image: good, state: 'available', since: healed }));
+      kube.apply(ks({ attempted: revert, applied: revert, ready: 'True', since: healed }));
       await until('the controller to see the target healthy again', () => p.lines.slice(healthyFrom).some((l) => l.msg === 'decided' && l.verdict === 'healthy'), 120_000);
       // what follows a revert (the Event on the failing object) is done before the next failure
       await until('the controller to log the revert', () => p.lines.slice(from).some((l) => l.msg === 'revert done'), 120_000);
