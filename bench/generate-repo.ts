@@ -3,10 +3,13 @@
  *
  * Layout: apps/app-NNNNN/base/{deployment,service,kustomization}.yaml and
  * apps/app-NNNNN/overlays/{dev,staging,prod}/{kustomization,deployment-patch}.yaml (image tags in
- * the overlays), padded with docs/*.md up to the requested file count. The first commit adds
+ * the overlays), and a listing root clusters/prod/kustomization.yaml whose resources are every
+ * app's prod overlay (../../apps/app-NNNNN/overlays/prod, apps in order: what a Flux Kustomization
+ * with path ./clusters/prod builds; apps/ itself has no kustomization.yaml, so one with path ./apps
+ * builds what Flux generates there), padded with docs/*.md up to the requested file count. The first commit adds
  * everything; each later commit bumps an image tag or the replicas of one overlay; the last
  * commit is the "bad" one: a new image tag (and more replicas) in app-00000's prod overlay.
- * Generated bare repositories are cached under os.tmpdir()/lastgood-bench-<size>.
+ * Generated bare repositories are cached under os.tmpdir()/lastgood-bench-<size>-v<GENERATOR_VERSION>.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +36,10 @@ export interface GeneratedRepo {
   commits: number;
 }
 
-const GENERATOR_VERSION = 2;
+// 3: the listing root clusters/prod/kustomization.yaml (in the place of one docs note)
+const GENERATOR_VERSION = 3;
+/** the listing root: its kustomization.yaml lists every app's prod overlay */
+export const LISTING_ROOT = 'clusters/prod';
 const ENVS = ['dev', 'staging', 'prod'] as const;
 const FILES_PER_APP = 3 + ENVS.length * 2;
 
@@ -78,8 +84,16 @@ export async function generateRepo(gitdir: string, opts: { files: number; commit
     for (const [p, c] of Object.entries(files)) await emit(`M 100644 inline ${p}\n${data(c)}`);
     written += FILES_PER_APP;
   }
-  for (let i = 0; written < opts.files; i++, written++) {
-    await emit(`M 100644 inline docs/note-${String(i).padStart(6, '0')}.md\n${data(`# note ${i}\n\n${'lorem ipsum '.repeat(8 + Math.floor(rnd() * 8))}\n`)}`);
+  await emit(`M 100644 inline ${LISTING_ROOT}/kustomization.yaml\n${data(`apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n${Array.from({ length: apps }, (_, i) => `  - ../../apps/${appName(i)}/overlays/prod\n`).join('')}`)}`);
+  written++;
+  // the docs notes as before the listing root, less the last one (the file count stays the
+  // requested one); every note's draw is made, so the history after the initial layout is the same
+  const notes = Math.max(0, opts.files - apps * FILES_PER_APP);
+  for (let i = 0; i < notes; i++) {
+    const words = 8 + Math.floor(rnd() * 8);
+    if (written >= opts.files) continue;
+    await emit(`M 100644 inline docs/note-${String(i).padStart(6, '0')}.md\n${data(`# note ${i}\n\n${'lorem ipsum '.repeat(words)}\n`)}`);
+    written++;
   }
 
   const report = Math.max(1, Math.floor(opts.commits / 10));
@@ -111,7 +125,9 @@ export async function generateRepo(gitdir: string, opts: { files: number; commit
 
 /** The cached repository of a size, generated on first use (seed 42). */
 export async function benchRepo(size: SizeName): Promise<GeneratedRepo> {
-  const gitdir = path.join(os.tmpdir(), `lastgood-bench-${size}`);
+  // the generator's version in the name: branches with another layout, on a machine shared by several
+  // working copies, each keep their own cache instead of regenerating (and removing) each other's
+  const gitdir = path.join(os.tmpdir(), `lastgood-bench-${size}-v${GENERATOR_VERSION}`);
   const marker = path.join(gitdir, 'lastgood-bench.json');
   const want = { version: GENERATOR_VERSION, ...SIZES[size], seed: 42 };
   if (existsSync(marker)) {
