@@ -190,7 +190,8 @@ const countOf = (results: Array<{ stderr: string }>, re: RegExp) => results.redu
 test.serial(`a busy branch: ${BUSY_RUNS} concurrent runs while a bot commits every few hundred ms; exactly one revert lands, every bot commit survives`, async (t) => {
   const s = scenario({ bare: true, render: true, files: RENDERABLE, extraConfig: '    strategy: revert\n' });
   t.timeout(HANG_GUARD_MS);
-  const writer = busyWriter(s.repo, UNREAD, [200, 400]);
+  // the bot writes another application under the Flux Kustomization's own path (an image bot's bumps)
+  const writer = busyWriter(s.repo, 'apps/redis/values.yaml', [200, 400]);
   await writer.started();
   const results = await Promise.all(Array.from({ length: BUSY_RUNS }, () => run(s)));
   const landed = await writer.stop();
@@ -273,13 +274,27 @@ test('the new commits touch nothing the plan read: the same revert is delivered 
   t.deepEqual(revertsOf(s.repo, s.bad), [outcome.commit]);
 });
 
+test('the new commits change a sibling application inside the Flux Kustomization\'s path, off the target\'s way: the same revert is delivered on the new head', async (t) => {
+  // the model reads only the part of the build that reaches the target (issue 33): apps/redis is listed by the
+  // kustomization Flux generates for ./apps, but builds nothing of podinfo
+  const s = scenario({ bare: true, extraConfig: '    strategy: revert\n' });
+  const { r, outcome, foreign } = await movedUnderPlan(s, 'apps/redis/values.yaml', 'replicas: 7\n', 'redis: 7 replicas');
+  t.is(r.code, 0, r.stderr);
+  t.true(outcome.created);
+  t.is(git(s.repo, 'rev-parse', 'main^'), foreign, 'on top of the foreign commit, which is kept');
+  t.regex(r.stderr, REDELIVERED);
+  t.false(REPLANNED.test(r.stderr), 'no full re-plan');
+  t.is(git(s.repo, 'show', 'main:apps/redis/values.yaml'), 'replicas: 7', 'the foreign change survives the revert');
+  assertGitRevertContent(t, s, outcome.commit!);
+});
+
 for (const [what, file, content] of [
-  ['a file inside the Flux Kustomization\'s path (its generated kustomization lists it)', 'apps/redis/values.yaml', 'replicas: 7\n'],
   ['the base the target builds from', 'apps/podinfo/base/deployment.yaml', 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n  labels: { team: web }\n'],
   ['a file in the target\'s own paths', `${TARGET_PATH}replicas.yaml`, 'replicas: 4\n'],
 ] as const) {
   test(`the new commits change what the plan read (${what}): the revert is planned again on the new head`, async (t) => {
-    const s = scenario({ bare: true, extraConfig: '    strategy: revert\n' });
+    // the base is read through the target's overlay (RENDERABLE gives it a kustomization)
+    const s = scenario({ bare: true, files: RENDERABLE, extraConfig: '    strategy: revert\n' });
     const { r, outcome, logs, foreign } = await movedUnderPlan(s, file, content, `a person's change to ${file}`);
     t.is(r.code, 0, r.stderr);
     t.true(outcome.created);
