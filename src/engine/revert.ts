@@ -11,7 +11,7 @@ import { diffChange, diffStat, unifiedDiff } from '../revert/diff.ts';
 import { commitMessage, lkgPhrase, pullRequestText } from '../revert/message.ts';
 import { modelTarget, type TargetModeler } from '../model/index.ts';
 import { describeVerification, verifyPlan } from '../verify/model-check.ts';
-import { renderCheck, rendererFor } from '../verify/render-check.ts';
+import { renderAhead, renderCheck, rendererFor } from '../verify/render-check.ts';
 import type { TargetOutcome, Report, RevertOptions, PersonRevertOptions } from './types.ts';
 import { baseOutcome } from './outcome.ts';
 import { afterBranchMoved, planReads, type PlanReads } from './branch-moved.ts';
@@ -107,6 +107,10 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
     alreadyReverted(outcome, existing);
     return undefined;
   }
+  // the head's and the last-known-good's builds are rendered while the plan is made and checked (the render check finds them by their inputs)
+  const renderer = await rendererFor(opts.config.render?.kustomize);
+  const [atHead, atLkg] = await Promise.all([model.at(head), model.at(located.lastKnownGood)]);
+  renderAhead({ reader: repo, renderer, specs: [atHead.render, atLkg.render], ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}) });
   const { change, planned } = await plan(opts, head, located);
   if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
   if (change.files.length === 0) {
@@ -151,7 +155,6 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
     return undefined;
   }
   // where a kustomize exists: render head, after and last-known-good as the engine builds them
-  const renderer = await rendererFor(opts.config.render?.kustomize);
   const rendered = await renderCheck({
     reader: repo, renderer, models: verification.models, files: change.files,
     lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}), ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}),

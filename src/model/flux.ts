@@ -157,14 +157,14 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules, anch
     const entries = [...(await view.list(sub))].sort(([a], [b]) => (a < b ? -1 : 1));
     for (const [name, e] of entries) {
       const path = sub ? `${sub}/${name}` : name;
+      // on the way to the anchors: a folder neither in one nor above one is left unread (asked first: it costs no read)
+      const inEnd = !onTheWay || ends!.some((a) => within(path, a));
+      if (e.type === 'tree' && !inEnd && !ends!.some((a) => within(a, path))) {
+        pruned = true;
+        continue;
+      }
       if (e.mode === '120000' || (await ignored(path, e.type === 'tree'))) continue;
       if (e.type === 'tree') {
-        // on the way to the anchors: a folder neither in one nor above one is left unread
-        const inEnd = !onTheWay || ends!.some((a) => within(path, a));
-        if (!inEnd && !ends!.some((a) => within(a, path))) {
-          pruned = true;
-          continue;
-        }
         if (hasKustomization(await view.list(path))) resources.push(relOf(path));
         else await walkListed(path, !inEnd);
         continue;

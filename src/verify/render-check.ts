@@ -4,7 +4,7 @@ import { isRemote, KUSTOMIZATION_FILES } from '../model/kustomize.ts';
 import type { RenderSpec, TargetModel } from '../model/types.ts';
 import type { FileChange, RepoReader } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
-import { compareRenders, detectRenderer, fluxDigest, render, renderedDiff, type Renderer, type RenderedDiff, type RenderedObject } from './render.ts';
+import { compareRenders, detectRenderer, fluxDigest, render, renderedDiff, type Renderer, type RenderedDiff, type RenderedObject, type Unavailable } from './render.ts';
 import { danglingReferences } from './references.ts';
 import { cachedRender, renderKey } from './render-cache.ts';
 
@@ -66,16 +66,7 @@ export async function renderRevisions(input: Pick<RenderCheckInput, 'reader' | '
   const contents = new Map<string, Uint8Array>();
   for (const f of input.files) if ('content' in f) contents.set(blobOid(f.content, input.lastKnownGood.length === 64 ? 'sha256' : 'sha1'), f.content);
   const dropped = new Set<string>();
-  const run = async (spec: RenderSpec) => {
-    const files = new Map<string, Uint8Array>();
-    for (const [p, oid] of spec.files) {
-      const bytes = contents.get(oid) ?? (await input.reader.readBlob(oid));
-      files.set(p, KUSTOMIZATION_FILES.includes(p.split('/').pop()!) ? withoutRemote(bytes, p, dropped) : bytes);
-    }
-    // the same inputs render the same: the after of a revert that restores the last-known-good is rendered once for both
-    return cachedRender(renderKey(renderer, spec), input.cacheDir, () =>
-      render(renderer, { files, root: spec.root, engine: spec.engine, ...(spec.flux ? { flux: spec.flux } : {}), ...(spec.argocd ? { argocd: spec.argocd } : {}), ...(spec.cut ? { cut: spec.cut.dropped } : {}) }));
-  };
+  const run = (spec: RenderSpec) => renderSpec({ reader: input.reader, renderer, contents, dropped, spec, ...(input.cacheDir ? { cacheDir: input.cacheDir } : {}) });
   // head, after, last-known-good: the three builds at once (three kustomize processes)
   const specs = [input.specs.head, input.specs.after, input.specs.lastKnownGood];
   const buildFailed = engineBuildFailed(input.engineObject);
@@ -83,6 +74,33 @@ export async function renderRevisions(input: Pick<RenderCheckInput, 'reader' | '
   const wholeSpecs = async () => Promise.all(specs.map(async (s) => (s.whole ? (await s.whole()).spec : s)));
   const [head, after, lastKnownGood] = 'results' in cut ? cut.results : ((await Promise.all((await wholeSpecs()).map(run))) as [Rendered, Rendered, Rendered]);
   return { head, after, lastKnownGood, cut: 'results' in cut, note: cut.note, remote: [...dropped] };
+}
+
+/** One revision's build: its files read (or taken from the planned change), remote resources left out, rendered or found by the digest of its inputs. */
+async function renderSpec(i: { reader: RepoReader; renderer: Renderer; contents: Map<string, Uint8Array>; dropped: Set<string>; spec: RenderSpec; cacheDir?: string }): Promise<Rendered> {
+  const { spec } = i;
+  const files = new Map<string, Uint8Array>();
+  for (const [p, oid] of spec.files) {
+    const bytes = i.contents.get(oid) ?? (await i.reader.readBlob(oid));
+    files.set(p, KUSTOMIZATION_FILES.includes(p.split('/').pop()!) ? withoutRemote(bytes, p, i.dropped) : bytes);
+  }
+  // the same inputs render the same: the after of a revert that restores the last-known-good is rendered once for both
+  return cachedRender(renderKey(i.renderer, spec), i.cacheDir, () =>
+    render(i.renderer, { files, root: spec.root, engine: spec.engine, ...(spec.flux ? { flux: spec.flux } : {}), ...(spec.argocd ? { argocd: spec.argocd } : {}), ...(spec.cut ? { cut: spec.cut.dropped } : {}) }));
+}
+
+/**
+ * Starts the renders of revisions the check will compare (the head, the last-known-good) while
+ * the plan is made and checked against the model: the check finds them by the digest of their
+ * inputs (render-cache.ts), already under way. Only cuts that can stand on their own are started
+ * (a whole build waits until the check knows it needs one). A hint: nothing is awaited or said.
+ */
+export function renderAhead(input: { reader: RepoReader; renderer: Renderer | Unavailable; specs: Array<RenderSpec | undefined>; cacheDir?: string }): void {
+  if ('unavailable' in input.renderer) return;
+  for (const spec of input.specs) {
+    if (!spec?.cut || spec.cut.across.length > 0) continue;
+    void renderSpec({ reader: input.reader, renderer: input.renderer, contents: new Map(), dropped: new Set(), spec, ...(input.cacheDir ? { cacheDir: input.cacheDir } : {}) }).catch(() => undefined);
+  }
 }
 
 export async function renderCheck(input: RenderCheckInput): Promise<RenderCheck> {
