@@ -25,7 +25,7 @@ const isAncestor = (repo: string, a: string, b: string) => {
 for (const bare of [true, false]) {
   const kind = bare ? 'bare repository' : 'working copy';
 
-  test(`${kind}: a foreign commit landing between plan and write survives; the revert is planned again on top of it`, async (t) => {
+  test(`${kind}: a foreign commit landing between plan and write survives; the revert is written again on top of it`, async (t) => {
     const s = scenario({ bare, render: true });
     const planned = git(s.repo, 'rev-parse', 'main');
     const paused = runPaused(s, 'before-ref-write');
@@ -40,7 +40,8 @@ for (const bare of [true, false]) {
     t.is(git(s.repo, 'rev-parse', 'main'), out.commit, 'reported created, and it is the branch');
     t.is(git(s.repo, 'rev-parse', 'main^'), foreign, 'written on top of the foreign commit, which is kept');
     t.is(git(s.repo, 'show', 'main:apps/redis/values.yaml'), 'replicas: 7');
-    t.regex(r.stderr, /branch moved while planning; planning again/);
+    // apps/redis is another application of the Flux Kustomization, off the target's way: the same plan is delivered on the new head (busy-branch.test.ts)
+    t.regex(r.stderr, /branch moved; delivering the same revert on the new head/);
     t.deepEqual(revertsOf(s.repo, s.bad), [out.commit]);
     if (!bare) t.is(git(s.repo, 'status', '--porcelain'), '');
   });

@@ -242,7 +242,7 @@ export const ConfigSchema = z
           .describe('which host repo.url is on, for a self-hosted one (github.com, gitlab.com, codeberg.org, bitbucket.org, dev.azure.com and *.visualstudio.com are known from the URL): pull-request mode opens the request through that host\'s API; git: push the branch only'),
         author: Person.default({ name: 'lastgood', email: 'lastgood@users.noreply.github.com' }).describe('author of revert commits'),
         auth: GitAuth.optional().describe('credentials for a git host over HTTPS (default: the token in env LASTGOOD_GIT_TOKEN, if set)'),
-        cacheDir: z.string().min(1).optional().describe('a folder for the bare mirror of a remote repository, kept between runs (the controller\'s volume); default: a temporary folder per run'),
+        cacheDir: z.string().min(1).optional().describe('a folder kept between runs (the controller\'s volume): the bare mirror of a remote repository, and the render check\'s renders by digest; default: a temporary folder per run (no renders kept)'),
         insecure: z.boolean().optional().describe('allow a plain http:// repo.url (a server inside the cluster, a test); credentials to another machine are then sent in clear text'),
         transport: z.enum(['auto', 'api', 'git']).optional().describe('auto (default): the GitHub API for GitHub URLs, git over HTTPS for any other host; git: git over HTTPS for GitHub too; api: the GitHub API'),
         signing: z
