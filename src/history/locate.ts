@@ -518,6 +518,8 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
     theirs = own.oid;
     line = line.slice(0, ownIndex);
   }
+  // every revision of the range is modelled below: a reader that fetches on demand gets what they read in one go
+  await history.prefetch([range.attempted, theirs, ...line.flatMap((c) => [c.oid, ...c.parents])]);
   const net = await history.changed(theirs, range.attempted);
   if (net.length === 0) {
     const inside = await changedFiles(reader, theirs, range.attempted, paths);

@@ -377,7 +377,7 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
     helm: ctx.buildOptions.includes('--enable-helm'),
   };
   // only the part of the build that reaches the target's paths is read (kustomize.ts WalkOptions); the whole where that part holds nothing of it
-  await prefetchNear(view, dir, scope.paths);
+  await prefetchNear([view], dir, scope.paths);
   let graph = await walkGraph(view, dir, rules, undefined, { anchors: scope.paths });
   if (graph.pruned && !(await scopeGraph(view, graph.root, scope)).builds) graph = await walkGraph(view, dir, rules);
   const cut = cutOf(graph);

@@ -66,7 +66,7 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
     memoKey: `flux|${JSON.stringify(specIgnore ?? null)}`,
   };
   // a reader that fetches on demand gets what the walk reads ahead, a level to a request
-  if (anchors) await prefetchNear(view, rootDir, anchors);
+  if (anchors) await prefetchNear([view], rootDir, anchors);
   else {
     // a backend that can list the folder in one request does so before it is walked whole
     await view.prefetchTree(rootDir);
@@ -274,7 +274,7 @@ registerEngine({
   engine: 'flux',
   describe: describeFlux,
   unusable: (k) => (k.spec && typeof k.spec === 'object' && 'sourceRef' in k.spec ? undefined : `${describeRef(k)} has no spec here (an event carries only its status)`),
-  prefetch: (view, k, scope) => prefetchNear(view, joinInside('', String(k.spec?.path ?? './')) ?? '', scope.paths),
+  prefetch: (views, k, scope) => prefetchNear(views, joinInside('', String(k.spec?.path ?? './')) ?? '', scope.paths),
   async build(view, k, scope, observed) {
     const ref = k.spec?.sourceRef ?? {};
     const repo = findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === ref.name && (o.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));

@@ -23,6 +23,11 @@ export class ModelHistory {
     return this.modeler.at(commit);
   }
 
+  /** A hint: these revisions are modelled next (what they read is asked for together). */
+  async prefetch(commits: string[]): Promise<void> {
+    await this.modeler.prefetch?.(commits);
+  }
+
   /**
    * The inputs changed from `from` to `to` (`from` undefined: the empty tree) that reach the
    * cluster; `raw`: every input changed, also those that ship only with another change

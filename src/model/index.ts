@@ -160,7 +160,7 @@ export function modelTarget(input: ModelerInput): TargetModeler {
         p = (async () => {
           const view = await TreeView.at(cache, commit);
           // a reader that fetches on demand gets what this revision's build reads ahead (the compare below reads it too)
-          if (primary?.modeler.prefetch) await primary.modeler.prefetch(view, primary.object, scope);
+          if (primary?.modeler.prefetch) await primary.modeler.prefetch([view], primary.object, scope);
           // the model of a nearby revision, where nothing it read differs here (a history walk's neighbour)
           for (const b of [...recent]) if (await sameReads(b.reads, index, b.tree, tree)) return b;
           const model = await build(view);
@@ -170,6 +170,13 @@ export function modelTarget(input: ModelerInput): TargetModeler {
         p.catch(() => byTree.delete(tree));
       }
       return use(await p).model;
+    },
+    async prefetch(commits) {
+      if (!primary?.modeler.prefetch) return;
+      // the revisions not modelled yet, their reads asked for together (one request for all on a reader that reads by path)
+      const views: TreeView[] = [];
+      for (const c of new Set(commits)) if (!byTree.get(await cache.rootTree(c))) views.push(await TreeView.at(cache, c));
+      if (views.length > 1) await primary.modeler.prefetch(views, primary.object, scope);
     },
     async withChange(commit, files: FileChange[]) {
       return build(await TreeView.withChange(cache, commit, files));

@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import jsYaml from 'js-yaml';
 import type { InputRole } from './types.ts';
-import { joinInside, within, type Link, type TreeView } from './tree.ts';
+import { joinInside, TreeView, within, type Link } from './tree.ts';
 import type { Reads } from './reads.ts';
 
 /**
@@ -604,32 +604,37 @@ export async function prefetchGraph(view: TreeView, dir: string): Promise<void> 
  * asked (a base, a component, a patch file), whole; at most four levels. A hint only: the walk
  * reads what it reads either way, and what this misses is fetched when read. Records nothing.
  */
-export async function prefetchNear(view: TreeView, dir: string, anchors: string[]): Promise<void> {
-  if (!view.prefetches) return;
+export async function prefetchNear(views: TreeView[], dir: string, anchors: string[]): Promise<void> {
+  const live = views.filter((v) => v.prefetches);
+  if (live.length === 0) return;
   const ways = new Set<string>();
   const up = (p: string) => {
     const parts = p ? p.split('/') : [];
     for (let i = 0; i <= parts.length; i++) ways.add(parts.slice(0, i).join('/'));
   };
   up(dir);
-  let wholes = [...new Set(anchors.map((a) => a.replace(/\/+$/, '')))];
-  for (const a of wholes) up(a.includes('/') ? a.slice(0, a.lastIndexOf('/')) : '');
-  const asked = [...wholes];
-  for (let level = 0; level < 4 && wholes.length > 0; level++) {
-    await view.prefetchFolders(level === 0 ? [...ways] : [], wholes);
-    const next = new Set<string>();
-    for (const w of wholes) {
-      for (const k of await kustomizationsBelow(view, w, 3)) {
-        const doc = await view.parse('kustomization', k.oid, parseKustomization);
-        if ('error' in doc && Object.keys(doc).length === 1) continue;
-        for (const ref of namedPaths(doc as Rec)) {
-          const target = joinInside(k.dir, ref);
-          if (target !== undefined && !asked.some((a) => within(target, a))) next.add(target);
+  const ends = [...new Set(anchors.map((a) => a.replace(/\/+$/, '')))];
+  for (const a of ends) up(a.includes('/') ? a.slice(0, a.lastIndexOf('/')) : '');
+  // per revision: what is asked next, and everything asked so far
+  let levels = live.map((view) => ({ view, wholes: ends, asked: [...ends] }));
+  for (let level = 0; level < 4 && levels.length > 0; level++) {
+    await TreeView.prefetchFolders(levels.map(({ view, wholes }) => ({ view, ways: level === 0 ? [...ways] : [], wholes })));
+    const next: typeof levels = [];
+    for (const { view, wholes, asked } of levels) {
+      const found = new Set<string>();
+      for (const w of wholes) {
+        for (const k of await kustomizationsBelow(view, w, 3)) {
+          const doc = await view.parse('kustomization', k.oid, parseKustomization);
+          if ('error' in doc && Object.keys(doc).length === 1) continue;
+          for (const ref of namedPaths(doc as Rec)) {
+            const target = joinInside(k.dir, ref);
+            if (target !== undefined && !asked.some((a) => within(target, a))) found.add(target);
+          }
         }
       }
+      if (found.size > 0) next.push({ view, wholes: [...found], asked: [...asked, ...found] });
     }
-    wholes = [...next];
-    asked.push(...wholes);
+    levels = next;
   }
 }
 

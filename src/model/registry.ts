@@ -20,11 +20,11 @@ export interface EngineModeler {
   /** the model at one revision; `observed` gives related objects (the GitRepository, a HelmRelease's Kustomization): find them with `findObserved` */
   build(view: TreeView, object: KubeObject, scope: TargetScope, observed: readonly Observed[]): Promise<TargetModel>;
   /**
-   * A hint for a reader that fetches on demand: what a build at this revision will read, asked
-   * for ahead (before the revision is compared with models already built: that compare reads the
-   * same folders).
+   * A hint for a reader that fetches on demand: what builds at these revisions will read, asked
+   * for ahead, together (before a revision is compared with models already built: that compare
+   * reads the same folders).
    */
-  prefetch?(view: TreeView, object: KubeObject, scope: TargetScope): Promise<void>;
+  prefetch?(views: TreeView[], object: KubeObject, scope: TargetScope): Promise<void>;
 }
 
 /**

@@ -428,32 +428,44 @@ export class TreeView {
    * file of the wholes, at most PREFETCH_WHOLE of them). Records nothing.
    */
   async prefetchFolders(ways: string[], wholes: string[]): Promise<void> {
-    const reader = this.cache.reader;
-    if (this.changed) return;
-    if (reader.prefetchPaths && this.commit) {
-      await reader.prefetchPaths(this.commit, [...ways.filter((w) => !wholes.includes(w)).map((path) => ({ path, whole: false })), ...wholes.map((path) => ({ path, whole: true }))]);
+    await TreeView.prefetchFolders([{ view: this, ways, wholes }]);
+  }
+
+  /** `prefetchFolders` of several views (revisions of one repository) together: one request for all. */
+  static async prefetchFolders(asked: Array<{ view: TreeView; ways: string[]; wholes: string[] }>): Promise<void> {
+    const live = asked.filter((a) => !a.view.changed);
+    const reader = live[0]?.view.cache.reader;
+    if (!reader) return;
+    if (reader.prefetchPaths) {
+      const wanted = live.filter((a) => a.view.commit).flatMap(({ view, ways, wholes }) => [
+        ...ways.filter((w) => !wholes.includes(w)).map((path) => ({ commit: view.commit!, path, whole: false })),
+        ...wholes.map((path) => ({ commit: view.commit!, path, whole: true })),
+      ]);
+      if (wanted.length) await reader.prefetchPaths(wanted);
       return;
     }
     if (!reader.prefetch) return;
     const oids: string[] = [];
-    for (const w of ways) {
-      const oid = await this.treeOidAt(w);
-      if (oid === undefined) continue;
-      for (const [name, e] of await this.cache.index(oid, w)) if (e.type === 'blob' && e.mode !== SYMLINK && /^(kustomization\.ya?ml|Kustomization)$/.test(name)) oids.push(e.oid);
-    }
-    const below = async (oid: string, at: string): Promise<void> => {
-      for (const [name, e] of await this.cache.index(oid, at)) {
-        if (oids.length >= PREFETCH_WHOLE) return;
-        if (e.type === 'tree') await below(e.oid, at ? `${at}/${name}` : name);
-        else if (e.type === 'blob' && e.mode !== SYMLINK) oids.push(e.oid);
+    for (const { view, ways, wholes } of live) {
+      for (const w of ways) {
+        const oid = await view.treeOidAt(w);
+        if (oid === undefined) continue;
+        for (const [name, e] of await view.cache.index(oid, w)) if (e.type === 'blob' && e.mode !== SYMLINK && /^(kustomization\.ya?ml|Kustomization)$/.test(name)) oids.push(e.oid);
       }
-    };
-    for (const w of wholes) {
-      const e = await this.peek(clean(w));
-      if (e?.type === 'tree') await below(e.oid, clean(w));
-      else if (e?.type === 'blob' && e.mode !== SYMLINK) oids.push(e.oid);
+      const below = async (oid: string, at: string): Promise<void> => {
+        for (const [name, e] of await view.cache.index(oid, at)) {
+          if (oids.length >= PREFETCH_WHOLE) return;
+          if (e.type === 'tree') await below(e.oid, at ? `${at}/${name}` : name);
+          else if (e.type === 'blob' && e.mode !== SYMLINK) oids.push(e.oid);
+        }
+      };
+      for (const w of wholes) {
+        const e = await view.peek(clean(w));
+        if (e?.type === 'tree') await below(e.oid, clean(w));
+        else if (e?.type === 'blob' && e.mode !== SYMLINK) oids.push(e.oid);
+      }
     }
-    await this.prefetchBlobs(oids);
+    await live[0]!.view.prefetchBlobs(oids);
   }
 
   async prefetch(dir: string, kind: string, wanted: (name: string) => boolean): Promise<void> {

@@ -128,6 +128,8 @@ export interface TargetModeler {
   readonly object?: import('../observe/types.ts').KubeObject;
   /** the model at a commit */
   at(commit: string): Promise<TargetModel>;
+  /** a hint: these revisions are modelled next (a reader that fetches on demand is asked for what they read together) */
+  prefetch?(commits: string[]): Promise<void>;
   /** the model of a commit with a planned change applied on top (verify) */
   withChange(commit: string, files: import('../repo/types.ts').FileChange[]): Promise<TargetModel>;
 }

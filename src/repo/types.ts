@@ -65,11 +65,11 @@ export interface RepoReader {
   /** A hint: these trees will be walked whole soon (a backend that lists a tree recursively in one request may do so). */
   prefetchTrees?(oids: string[]): Promise<void>;
   /**
-   * A hint: these folders (or files) of `commit` will be read soon: those `whole` with every file
-   * below them, the others only as listings (the folders on the way). A backend that reads trees
-   * on demand by path (GitHub's GraphQL) asks for them together instead of one folder a request.
+   * A hint: these folders (or files) of these commits will be read soon: those `whole` with every
+   * file below them, the others only as listings (the folders on the way). A backend that reads
+   * trees on demand by path (GitHub's GraphQL) asks for them together instead of one folder a request.
    */
-  prefetchPaths?(commit: string, folders: Array<{ path: string; whole: boolean }>): Promise<void>;
+  prefetchPaths?(wanted: Array<{ commit: string; path: string; whole: boolean }>): Promise<void>;
 }
 
 /** One file operation of a Change: write a blob (by existing oid, or by content) or delete. */

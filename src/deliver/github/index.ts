@@ -348,8 +348,8 @@ class GitHubRepo implements GitHubBackend {
   }
 
   /** RepoReader.prefetchPaths: the folders a model walks next, by their paths, in one query. */
-  prefetchPaths(commit: string, folders: Array<{ path: string; whole: boolean }>): Promise<void> {
-    return this.reads.prefetchPaths(commit, folders);
+  prefetchPaths(wanted: Array<{ commit: string; path: string; whole: boolean }>): Promise<void> {
+    return this.reads.prefetchPaths(wanted);
   }
 
   /** RepoReader.prefetchTrees: a tree walked whole, in one listing on a cold start. */

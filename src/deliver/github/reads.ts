@@ -575,15 +575,22 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
   }
 
   /**
-   * Folders of `commit` about to be read (RepoReader.prefetchPaths), in one query by their paths:
+   * Folders of commits about to be read (RepoReader.prefetchPaths), in one query by their paths:
    * each folder on the way as its listing, each folder read whole with its files' texts (three
    * levels; deeper ones are read when walked), a file with its text. What the cache holds already
    * is not asked again.
    */
-  async prefetchPaths(commit: string, folders: Array<{ path: string; whole: boolean }>): Promise<void> {
-    const root = (await this.readCommit(commit)).tree;
-    const wanted = folders.filter((f) => {
-      const st = f.path === '' ? { oid: root, type: 'tree' } : this.cachedEntry(commit, f.path) ?? this.entryThroughTrees(root, f.path);
+  async prefetchPaths(asked: Array<{ commit: string; path: string; whole: boolean }>): Promise<void> {
+    const roots = new Map<string, string>();
+    for (const c of new Set(asked.map((a) => a.commit))) roots.set(c, (await this.readCommit(c)).tree);
+    const seen = new Set<string>();
+    const wanted = asked.filter((f) => {
+      const root = roots.get(f.commit)!;
+      const st = f.path === '' ? { oid: root, type: 'tree' } : this.cachedEntry(f.commit, f.path) ?? this.entryThroughTrees(root, f.path);
+      // the same folder of two revisions that share it (a tree oid both name) is asked once
+      const key = st && 'oid' in st ? `${st.oid}|${f.whole}` : `${f.commit}:${f.path}|${f.whole}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
       if (!st || !('oid' in st)) return true;
       return !(st.type === 'tree' ? this.trees.has(st.oid) && (!f.whole || !this.pendingUnder(st.oid)) : this.blobs.has(st.oid));
     });
@@ -594,16 +601,17 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
       const parts = wanted.map((f, i) => {
         const object = `... on Tree { ${f.whole ? TREE_FIELDS : LISTING} } ... on Blob { ${BLOB_FIELDS} }`;
         if (f.path === '') {
-          vars[`p${i}`] = root;
+          vars[`p${i}`] = roots.get(f.commit)!;
           declared.push(`$p${i}: GitObjectID!`);
           return `p${i}: object(oid: $p${i}) { ${object} }`;
         }
-        vars[`p${i}`] = `${commit}:${f.path}`;
+        vars[`p${i}`] = `${f.commit}:${f.path}`;
         declared.push(`$p${i}: String!`);
         return `p${i}: object(expression: $p${i}) { ${object} }`;
       });
       const doc = `query($owner: String!, $name: String!, ${declared.join(', ')}) { repository(owner: $owner, name: $name) { ${parts.join(' ')} } }`;
-      const data = await this.opts.gql.query<{ repository: Record<string, (GqlTree & Partial<GqlBlob>) | null> }>(`reading ${wanted.length} folder${wanted.length === 1 ? '' : 's'} of ${commit.slice(0, 12)}`, undefined, doc, vars);
+      const commits = new Set(wanted.map((f) => f.commit)).size;
+      const data = await this.opts.gql.query<{ repository: Record<string, (GqlTree & Partial<GqlBlob>) | null> }>(`reading ${wanted.length} folder${wanted.length === 1 ? '' : 's'} of ${commits === 1 ? wanted[0]!.commit.slice(0, 12) : `${commits} revisions`}`, undefined, doc, vars);
       wanted.forEach((f, i) => {
         const o = data.repository[`p${i}`];
         if (!o) return;
