@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test, { type ExecutionContext } from 'ava';
-import { git, tempDir, writeFile } from './support/git.ts';
+import { git, isAncestor, tempDir, writeFile } from './support/git.ts';
 import { firstRead, planReads } from '../src/engine/branch-moved.ts';
 import type { TargetModel } from '../src/model/types.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
@@ -142,14 +142,6 @@ done`;
   };
 }
 
-const isAncestor = (repo: string, a: string, b: string) => {
-  try {
-    git(repo, 'merge-base', '--is-ancestor', a, b);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The tree `git revert` of `bad` makes on `parent`, in a clone of `repo`. */
 function gitRevertTree(repo: string, parent: string, bad: string): string {

@@ -3,7 +3,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
-import { git } from './support/git.ts';
+import { git, isAncestor } from './support/git.ts';
 import { RACE_ROUNDS, RACE_RUNS } from './support/races.ts';
 import { failedSnapshot, foreignCommit, KUSTOMIZATION, kustomizationFile, revertsOf, run, runPaused, scenario, type Scenario } from './support/revert-scenario.ts';
 
@@ -13,14 +13,6 @@ import { failedSnapshot, foreignCommit, KUSTOMIZATION, kustomizationFile, revert
  * RACE_RUNS concurrent runs per round against one bare repository and one working copy.
  */
 
-const isAncestor = (repo: string, a: string, b: string) => {
-  try {
-    git(repo, 'merge-base', '--is-ancestor', a, b);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 for (const bare of [true, false]) {
   const kind = bare ? 'bare repository' : 'working copy';

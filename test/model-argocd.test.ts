@@ -5,10 +5,11 @@ import { LocalRepo } from '../src/deliver/local/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import type { TargetModel } from '../src/model/types.ts';
-import { detectRenderer, render, type Renderer } from '../src/verify/render.ts';
+import { render } from '../src/verify/render.ts';
 import { asText, everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
 import { application, crdProblems, deployment } from './support/objects.ts';
 import { configMap, deploy, IMAGE } from './support/podinfo-manifests.ts';
+import { testRenderer } from './support/renderer.ts';
 
 /**
  * Issue 18: what Argo CD's repo-server builds for an Application (src/model/argocd.ts): the source
@@ -348,19 +349,7 @@ dependencies:
   t.deepEqual(m.setters.filter((s) => s.what !== 'values').map((s) => [s.what, s.where, s.chart?.version ?? s.image?.tag]), [['chart', 'charts/shop/Chart.yaml', '1.2.0'], ['image', 'charts/shop/values.yaml', '1.2.0']]);
 });
 
-const detected = detectRenderer();
-
-/** The machine's kustomize, or the test says it did not run (and fails where .ci/run requires the render tests). */
-async function renderer(t: ExecutionContext): Promise<Renderer | undefined> {
-  const r = await detected;
-  if ('unavailable' in r) {
-    const line = `render test NOT RUN: ${r.unavailable} (install kustomize or kubectl to run it)`;
-    if (process.env.LASTGOOD_REQUIRE_KUSTOMIZE === '1') t.fail(`${line}; LASTGOOD_REQUIRE_KUSTOMIZE=1`);
-    else t.log(line);
-    return undefined;
-  }
-  return r;
-}
+const renderer = (t: ExecutionContext) => testRenderer(t);
 
 test('a kustomize source whose files are symlinks renders as Argo CD builds it: the render reads each file where the kustomization names it', async (t) => {
   const h = new History();

@@ -1,4 +1,4 @@
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import fc from 'fast-check';
 import { LocalRepo } from '../src/deliver/local/index.ts';
 import { modelTarget } from '../src/model/index.ts';
@@ -8,9 +8,10 @@ import type { FileChange } from '../src/repo/types.ts';
 import { renderRevisions } from '../src/verify/render-check.ts';
 import { splitDocuments } from '../src/verify/objects.ts';
 import { objectKeyOf } from '../src/verify/objects.ts';
-import { detectRenderer, render, type Renderer } from '../src/verify/render.ts';
+import { render, type Renderer } from '../src/verify/render.ts';
 import jsYaml from 'js-yaml';
 import { commit, makeRepo } from './support/git.ts';
+import { testRenderer } from './support/renderer.ts';
 
 /**
  * Issue 33: the render check builds only the part of the engine's build that reaches the target
@@ -24,19 +25,6 @@ import { commit, makeRepo } from './support/git.ts';
  * it — the whole build rendered by the real kustomize (kubectl kustomize here) as the oracle.
  * Where the check falls back, it renders the whole build, and says why.
  */
-
-const detected = detectRenderer();
-
-async function renderer(t: ExecutionContext): Promise<Renderer | undefined> {
-  const r = await detected;
-  if ('unavailable' in r) {
-    const line = `render test NOT RUN: ${r.unavailable} (install kustomize or kubectl to run it)`;
-    if (process.env.LASTGOOD_REQUIRE_KUSTOMIZE === '1') t.fail(`${line}; LASTGOOD_REQUIRE_KUSTOMIZE=1`);
-    else t.pass(line);
-    return undefined;
-  }
-  return r;
-}
 
 interface Shape {
   apps: number;
@@ -141,7 +129,7 @@ async function wholeOutput(r: Renderer, reader: LocalRepo, spec: RenderSpec, con
 }
 
 test('a render cut to what reaches the target prints each of its objects as the whole build does (kubectl kustomize as the oracle), and falls back where it could not', async (t) => {
-  const r = await renderer(t);
+  const r = await testRenderer(t);
   if (!r) return;
   const repo = makeRepo();
   const reader = new LocalRepo(repo);

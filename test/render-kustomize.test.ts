@@ -3,7 +3,8 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { compareRenders, detectRenderer, fluxDigest, fluxGeneratedResources, render, renderedDiff, type RenderInput, type Renderer, type RenderResult } from '../src/verify/render.ts';
+import { testRenderer } from './support/renderer.ts';
+import { compareRenders, fluxDigest, fluxGeneratedResources, render, renderedDiff, type RenderInput, type Renderer, type RenderResult } from '../src/verify/render.ts';
 
 /**
  * The render check against the real kustomize: `kustomize` or `kubectl kustomize` on this machine
@@ -12,22 +13,7 @@ import { compareRenders, detectRenderer, fluxDigest, fluxGeneratedResources, ren
  * sets it when kubectl is on the PATH): never a silent pass.
  */
 
-const detected = detectRenderer();
-
-async function renderer(t: ExecutionContext): Promise<Renderer | undefined> {
-  const r = await detected;
-  if ('unavailable' in r) {
-    const line = `render test NOT RUN: ${r.unavailable} (install kustomize or kubectl to run it)`;
-    if (process.env.LASTGOOD_REQUIRE_KUSTOMIZE === '1') t.fail(`${line}; LASTGOOD_REQUIRE_KUSTOMIZE=1`);
-    else {
-      t.log(line);
-      t.pass(line);
-    }
-    return undefined;
-  }
-  t.log(`rendering with ${r.kind} (kustomize ${r.version})`);
-  return r;
-}
+const renderer = (t: ExecutionContext) => testRenderer(t, { say: true });
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const tree = (files: Record<string, string>) => new Map(Object.entries(files).map(([p, s]) => [p, enc(s)]));

@@ -57,6 +57,16 @@ export function addAndCommit(repo: string, commitArgs: string[], env: NodeJS.Pro
  * HEAD's commit, read from the loose ref git just wrote (a process less per commit: the tests make
  * thousands); anything else (a detached HEAD, packed refs, a linked worktree) asks git.
  */
+/** True when `a` is an ancestor of `b` (or is `b`) in `repo`. */
+export function isAncestor(repo: string, a: string, b: string): boolean {
+  try {
+    git(repo, 'merge-base', '--is-ancestor', a, b);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function headOf(repo: string): string {
   try {
     const head = readFileSync(path.join(repo, '.git', 'HEAD'), 'utf8');
