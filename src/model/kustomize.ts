@@ -60,7 +60,7 @@ export type GraphResource =
   | { kind: 'file'; entry: string; file: GraphFile }
   | { kind: 'node'; entry: string; node: KNode; via?: Link[] }
   | { kind: 'opaque'; entry: string }
-  /** a folder the walk did not enter: it lies neither on the way to the target's paths nor in them (WalkOptions.anchors) */
+  /** a resource the walk did not read: it lies neither on the way to the target's paths nor in them (WalkOptions.anchors) */
   | { kind: 'pruned'; entry: string; dir: string };
 
 /** One kustomization in the graph. */
@@ -185,9 +185,9 @@ const MEMO_VERSIONS = 4;
 export interface WalkOptions {
   /**
    * The target's paths (folders or files, repo-relative): the walk reads only what reaches them
-   * (issue 33: cost follows the change, not the repository). Below the root, a kustomization
-   * whose folder lies above an anchor enters only the resource folders that lie in an anchor or
-   * above one; the others (sibling applications of a listing) are left unread and named as
+   * (issue 33: cost follows the change, not the repository). The root, and a kustomization whose
+   * folder lies above an anchor, read only the resources that lie in an anchor or above one; the
+   * others (sibling applications of a listing) are left unread, not even looked up, and named as
    * `pruned` resources. What lies in an anchor is walked whole, with everything it loads from
    * anywhere. Components are always walked (they transform what the kustomization builds).
    */
@@ -214,8 +214,11 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
   const visiting = new Set<string>();
   const done = new Map<string, KNode>();
 
-  /** Reads one folder's kustomization and what it loads; its sub-folders are only named. */
-  /** `prune`: for a node on the way to the anchors, the resources to leave unread (by where they point, before anything is read there) */
+  /**
+   * Reads one folder's kustomization and what it loads; its sub-folders are only named. `prune`:
+   * for a node on the way to the anchors, the resources to leave unread (by where they point,
+   * before anything is read there).
+   */
   const readNode = async (nodeDir: string, isRoot: boolean, prune?: (target: string) => boolean): Promise<NodeReading> => {
     const events: NodeEvent[] = [];
     const missing = (text: string) => events.push({ k: 'missing', text });
