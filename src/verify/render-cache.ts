@@ -57,6 +57,8 @@ const fileOf = (dir: string, key: string) => path.join(dir, 'renders', `${key}.j
 
 async function readStored(dir: string, key: string): Promise<Success | undefined> {
   try {
+    // nothing larger than lastgood writes is read (the folder is shared with whatever else is on the volume)
+    if ((await fs.stat(fileOf(dir, key))).size > 2 * MAX_STORED_BYTES) return undefined;
     const data = JSON.parse(await fs.readFile(fileOf(dir, key), 'utf8')) as { output?: unknown; exactOutput?: unknown; notes?: unknown };
     if (typeof data.output !== 'string' || typeof data.exactOutput !== 'boolean' || !Array.isArray(data.notes)) return undefined;
     return { objects: parseObjects(splitDocuments(data.output)), output: data.output, exactOutput: data.exactOutput, notes: data.notes.map(String) };
