@@ -90,7 +90,7 @@ interface Finding {
   /** e.g. "image ghcr.io/acme/shop:1.4.0 of Deployment prod/shop" */
   signal: string;
   how: Located['how'];
-  result: { found: CommitInfo } | { absent: true } | { older: number } | { outsideRange: CommitInfo } | { superseded: CommitInfo } | { before: string };
+  result: { found: CommitInfo } | { absent: true } | { older: number } | { outsideRange: CommitInfo } | { superseded: CommitInfo } | { before: string } | { cluster: string };
 }
 
 /**
@@ -329,8 +329,14 @@ async function contentFindings(ctx: Ctx, failing: Evidence[], range: RangeState)
     if (images.length === 0) continue;
     const placed: Array<{ image: ImageRef; found: Introduced }> = [];
     for (const image of images) {
-      const has = async (c: string) => (await setters(c)).some((s) => s.what === 'image' && s.image && sameImage(image, s.image));
-      placed.push({ image, found: await introducer(ctx, start, has, limit) });
+      // only what a commit can have set: a field of a cluster object (an image updater's override) is the same at every commit
+      const has = async (c: string) => (await setters(c)).some((s) => s.what === 'image' && s.inRepo && s.image && sameImage(image, s.image));
+      let found = await introducer(ctx, start, has, limit);
+      if ('absent' in found) {
+        const cluster = (await setters(start)).find((s) => s.what === 'image' && !s.inRepo && s.image && sameImage(image, s.image));
+        if (cluster) found = { cluster: cluster.where };
+      }
+      placed.push({ image, found });
     }
     const specific = Boolean(e.failingImages?.length);
     if (specific || range.state === 'range') {
@@ -361,7 +367,7 @@ function imageSignals(e: Evidence): ImageRef[] {
   return out;
 }
 
-type Introduced = { commit: CommitInfo; fromParents: string[] } | { absent: true } | { older: number } | { before: string };
+type Introduced = { commit: CommitInfo; fromParents: string[] } | { absent: true } | { older: number } | { before: string } | { cluster: string };
 
 /**
  * The commit that introduced something into what the engine reads for the target: along first
@@ -426,6 +432,7 @@ function describeFinding(f: Finding): string | undefined {
   if ('absent' in r) return `${f.signal}: not set by anything the engine reads for the target at the failing revision`;
   if ('outsideRange' in r) return `${f.signal}: introduced by ${short(r.outsideRange.oid)}, at or before the applied revision (it ran before)`;
   if ('superseded' in r) return `${f.signal}: introduced earlier by ${short(r.superseded.oid)}, before the workload's newest image change (kept)`;
+  if ('cluster' in r) return `${f.signal}: set by ${r.cluster}, a field of the cluster object that no revert of the repository changes`;
   if ('before' in r) return `${f.signal}: no commit since ${r.before} changed what sets them in what the engine reads for the target (older changes went out with that release)`;
   return `${f.signal}: older than the ${r.older} commits searched`;
 }

@@ -7,6 +7,7 @@ import { imageTexts } from './flux.ts';
 import { cutOf, nodesOf, prefetchNear, renamesOutside, walkGraph, type GraphFile, type KNode, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
 import { digestOf, inPaths, scopeGraph, settersOf, type TargetScope } from './scope.ts';
+import { findOwnManifest } from './own-manifest.ts';
 import { clean, joinInside, within, type TreeView } from './tree.ts';
 import type { ModelInput, RenderSpec, Setter, TargetModel, WholeBuild } from './types.ts';
 import { imageSetters, isRec, setParameter, type ValuesLayer } from './values.ts';
@@ -138,8 +139,13 @@ registerEngine({
   engine: 'argocd',
   describe: describeArgo,
   unusable: (app) => (sourcesOf(app).length > 0 ? undefined : `${describeRef(app)} has no spec here (an event carries only its status)`),
-  async build(view, app, scope, observed) {
+  async build(view, clusterApp, scope, observed) {
     const acc: Acc = { inputs: new Map(), setters: [], opaque: [], missing: [], regions: new Set(), builds: false, renders: [], producing: 0 };
+    // the Application's own manifest, where the target's paths hold it (an app of apps applies it): its spec at this revision is that file's
+    const own = await ownApplication(view, clusterApp, scope);
+    const app: KubeObject = own.manifest ? { ...clusterApp, spec: own.spec } : clusterApp;
+    if (own.manifest) addInput(acc, { path: own.manifest.path, digest: own.manifest.digest, role: 'engine-object' });
+    if (own.note) acc.opaque.push(own.note);
     const sources = sourcesOf(app);
     const refs = new Map<string, Rec>();
     for (const { source } of sources) if (str(source.ref)) refs.set(`$${String(source.ref)}`, source);
@@ -148,7 +154,7 @@ registerEngine({
       // a ref-only source renders nothing: other sources read files through it (repository.go L663)
       if (sources.length > 1 && str(source.ref) && source.path === undefined && !str(source.chart)) continue;
       acc.producing++;
-      const ctx: SourceCtx = { view, app, scope, acc, field, refs, buildOptions, name: `${describeRef(app)} ${field}` };
+      const ctx: SourceCtx = { view, app, scope, acc, field, refs, buildOptions, name: `${describeRef(app)} ${field}`, ...(own.manifest ? { own: own.manifest.path } : {}) };
       if (str(source.chart)) await chartFromRepository(ctx, source);
       else if (/^oci:\/\//.test(String(source.repoURL ?? ''))) {
         // an OCI artifact source (Argo CD 3.1+, IsOCI): its files are not in this repository
@@ -183,6 +189,30 @@ interface SourceCtx {
   buildOptions: string[];
   /** "Application argocd/shop spec.source": where cluster-set fields live, for messages */
   name: string;
+  /** the file in git that declares the Application, when one does: its fields are set there, by commits */
+  own?: string;
+}
+
+/** Where a field of the Application's own spec is set: its manifest in git, else the cluster object. */
+const specOrigin = (ctx: SourceCtx, field: string): Origin => (ctx.own ? { where: ctx.own, inRepo: true } : { where: `${ctx.name}.${field}`, inRepo: false });
+
+/**
+ * The Application's spec at this revision: its manifest's, where the target's paths hold the file
+ * that declares it (applied by a parent Application: Argo CD's app of apps), else the cluster
+ * object's. An override written only to the cluster object (argocd-image-updater without git
+ * write-back) is then not in the file, and the file's value is what a sync of the parent restores.
+ */
+async function ownApplication(view: TreeView, app: KubeObject, scope: TargetScope): Promise<{ spec: Rec; manifest?: { path: string; digest: string }; note?: string }> {
+  const cluster: Rec = isRec(app.spec) ? app.spec : {};
+  const sourcePaths = (spec: Rec) => JSON.stringify((Array.isArray(spec.sources) ? spec.sources : [spec.source]).map((s) => (isRec(s) ? s.path ?? s.chart : undefined)));
+  const found = await findOwnManifest(view, {
+    group: 'argoproj.io', kind: 'Application', name: app.metadata.name, ...(app.metadata.namespace ? { namespace: app.metadata.namespace } : {}),
+    // one file per cluster folder: the one that builds the same paths as the cluster object
+    prefer: (spec) => sourcePaths(spec) === sourcePaths(cluster),
+  }, scope.paths);
+  if (found.ambiguous) return { spec: cluster, note: `${describeRef(app)} is declared by ${found.ambiguous.length} files in the target's paths (${found.ambiguous.slice(0, 3).join(', ')}): its spec is taken as the cluster reports it` };
+  if (!found.found || (!isRec(found.found.spec.source) && !Array.isArray(found.found.spec.sources))) return { spec: cluster };
+  return { spec: found.found.spec, manifest: { path: found.found.path, digest: digestOf(found.found.spec) } };
 }
 
 /** argocd-cm `kustomize.buildOptions`, when the ConfigMap was observed (a flag such as `--load-restrictor LoadRestrictionsNone`). */
@@ -244,7 +274,7 @@ async function gitSource(ctx: SourceCtx, source: Rec): Promise<void> {
   const own = [`.argocd-source-${ctx.app.metadata.name}.yaml`, `.argocd-source-${ctx.app.metadata.namespace ?? ''}_${ctx.app.metadata.name}.yaml`].find((n) => entries.has(n));
   let merged: Rec = source;
   const origins = new Map<string, Origin>();
-  const clusterOrigin = (field: string): Origin => ({ where: `${ctx.name}.${field}`, inRepo: false });
+  const clusterOrigin = (field: string): Origin => specOrigin(ctx, field);
   for (const name of ['.argocd-source.yaml', ...(own ? [own] : [])]) {
     const p = dir ? `${dir}/${name}` : name;
     acc.regions.add(p);
@@ -498,10 +528,10 @@ async function chartFromRepository(ctx: SourceCtx, source: Rec): Promise<void> {
   const { acc } = ctx;
   const options: Rec = isRec(source.helm) ? source.helm : {};
   const release = releaseOf(ctx, options);
-  acc.setters.push({ what: 'chart', where: `${ctx.name}.targetRevision`, inRepo: false, chart: { release, name: String(source.chart), ...(str(source.targetRevision) ? { version: String(source.targetRevision) } : {}) } });
+  acc.setters.push({ what: 'chart', ...specOrigin(ctx, 'targetRevision'), chart: { release, name: String(source.chart), ...(str(source.targetRevision) ? { version: String(source.targetRevision) } : {}) } });
   acc.opaque.push(`${ctx.name}: chart ${String(source.chart)} ${String(source.targetRevision ?? '')} comes from ${String(source.repoURL ?? 'a chart repository')}; its own values and templates are not in this repository`);
   // .argocd-source files are read from the app path, which for a repository chart is the unpacked chart: not this repository
-  await helmValues(ctx, undefined, options, (field) => ({ where: `${ctx.name}.${field}`, inRepo: false }), release, []);
+  await helmValues(ctx, undefined, options, (field) => specOrigin(ctx, field), release, []);
   acc.builds = true;
 }
 

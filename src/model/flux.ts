@@ -3,7 +3,8 @@ import type { KubeObject, Observed } from '../observe/types.ts';
 import { findObserved, groupKind } from '../observe/types.ts';
 import { cutOf, KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, prefetchNear, renamesOutside, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
-import { scopeGraph, settersOf } from './scope.ts';
+import { digestOf, scopeGraph, settersOf, type TargetScope } from './scope.ts';
+import { findOwnManifest, substituted } from './own-manifest.ts';
 import { LazySourceIgnore } from './sourceignore.ts';
 import { joinInside, within, type TreeView } from './tree.ts';
 import { ABSENT } from './reads.ts';
@@ -20,7 +21,9 @@ import type { ModelInput, RenderSpec, Setter, WholeBuild } from './types.ts';
  *   and not descended into (fluxcd/pkg kustomize/kustomize_generator.go generateKustomization);
  * - the Kustomization's own spec folded into that file in place: `targetNamespace`,
  *   `namePrefix`/`nameSuffix`, `patches` appended, `components` appended, `images` merged by name
- *   (GenerateManifest L162-347) — fields of the cluster object, which no commit changes;
+ *   (GenerateManifest L162-347) — fields of the cluster object, or of the Kustomization's own
+ *   manifest where the target's paths hold it (ownSpec: a parent applies that file, so a commit
+ *   changes them);
  * - built with LoadRestrictionsNone and builtin plugins only (kustomize_generator.go Build), then
  *   post-build substitution per object (kustomize_varsub.go).
  */
@@ -51,7 +54,7 @@ export function describeFlux(k: KubeObject): string {
  * kustomizations on the way from spec.path and everything in the anchors; `graph.pruned` says
  * whether anything was left unread.
  */
-export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRepository?: KubeObject, anchors?: string[]): Promise<FluxGraph> {
+export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRepository?: KubeObject, anchors?: string[], manifest?: { path: string }): Promise<FluxGraph> {
   const spec: Rec = isRec(kustomization.spec) ? kustomization.spec : {};
   const name = `Kustomization ${kustomization.metadata.namespace ? `${kustomization.metadata.namespace}/` : ''}${kustomization.metadata.name}`;
   const rootDir = joinInside('', String(spec.path ?? './')) ?? '';
@@ -110,7 +113,7 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
   }
   if (isRec(spec.decryption)) global(`${name} decrypts SOPS-encrypted files (spec.decryption): their plain text is not in the repository`);
   if (Array.isArray(repoSpec.include) && repoSpec.include.length > 0) global(`the GitRepository copies other repositories' artifacts into this source (spec.include): those files are not in this repository`);
-  return { ...graph, opaque, missing, rootDir, ...(generated ? { generated } : {}), ignoreFiles: ignoreFilesRead(view), specSetters: specSetters(spec, name) };
+  return { ...graph, opaque, missing, rootDir, ...(generated ? { generated } : {}), ignoreFiles: ignoreFilesRead(view), specSetters: specSetters(spec, manifest ? { where: manifest.path, inRepo: true } : { where: `${name} spec`, inRepo: false }) };
 }
 
 /**
@@ -225,8 +228,8 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules, anch
   return { resources, errors, pruned };
 }
 
-/** Images and patches the Kustomization's own spec sets (cluster object fields). */
-function specSetters(spec: Rec, name: string): Setter[] {
+/** Images and patches the Kustomization's own spec sets: fields of its manifest in git, else of the cluster object. */
+function specSetters(spec: Rec, own: { where: string; inRepo: boolean }): Setter[] {
   const out: Setter[] = [];
   for (const i of Array.isArray(spec.images) ? spec.images : []) {
     if (!isRec(i)) continue;
@@ -234,13 +237,13 @@ function specSetters(spec: Rec, name: string): Setter[] {
     const tag = typeof i.newTag === 'string' ? i.newTag : undefined;
     const digest = typeof i.digest === 'string' ? i.digest : undefined;
     const image = repo && (tag || digest) ? parseImageRef(`${repo}${tag ? `:${tag}` : ''}${digest ? `@${digest}` : ''}`) : undefined;
-    if (image) out.push({ what: 'image', where: `${name} spec.images`, inRepo: false, image });
+    if (image) out.push({ what: 'image', where: own.inRepo ? own.where : `${own.where}.images`, inRepo: own.inRepo, image });
   }
   for (const p of Array.isArray(spec.patches) ? spec.patches : []) {
     if (!isRec(p) || typeof p.patch !== 'string') continue;
     for (const text of imageTexts(p.patch)) {
       const image = parseImageRef(text);
-      if (image && (image.tag || image.digest)) out.push({ what: 'image', where: `${name} spec.patches`, inRepo: false, image });
+      if (image && (image.tag || image.digest)) out.push({ what: 'image', where: own.inRepo ? own.where : `${own.where}.patches`, inRepo: own.inRepo, image });
     }
   }
   return out;
@@ -269,6 +272,28 @@ function ancestorIgnoreFiles(root: string): string[] {
   return parts.map((_, i) => [...parts.slice(0, i), '.sourceignore'].join('/'));
 }
 
+/**
+ * The Kustomization's spec at this revision: its manifest's, where the target's paths hold the
+ * file that declares it (applied by a parent Kustomization: what that file says is what
+ * kustomize-controller builds once the parent applies it), else the cluster object's. A field
+ * whose text carries a `${var}` of the parent's post-build substitution keeps the cluster's
+ * value (the substituted one); `sourceRef` left out is the cluster's.
+ */
+async function ownSpec(view: TreeView, k: KubeObject, scope: TargetScope): Promise<{ spec: Rec; manifest?: { path: string; digest: string }; note?: string; regions: string[] }> {
+  const cluster: Rec = isRec(k.spec) ? k.spec : {};
+  const found = await findOwnManifest(view, {
+    group: 'kustomize.toolkit.fluxcd.io', kind: 'Kustomization', name: k.metadata.name, ...(k.metadata.namespace ? { namespace: k.metadata.namespace } : {}),
+    // one file per cluster folder: the one that builds the same folder as the cluster object
+    prefer: (s) => s.path === cluster.path,
+  }, scope.paths);
+  if (found.ambiguous) return { spec: cluster, regions: [], note: `${describeRef(k)} is declared by ${found.ambiguous.length} files in the target's paths (${found.ambiguous.slice(0, 3).join(', ')}): its spec is taken as the cluster reports it` };
+  if (!found.found) return { spec: cluster, regions: [] };
+  const spec: Rec = {};
+  for (const [key, v] of Object.entries(found.found.spec)) spec[key] = substituted(v) && key in cluster ? cluster[key] : v;
+  if (!isRec(spec.sourceRef)) spec.sourceRef = cluster.sourceRef;
+  return { spec, manifest: { path: found.found.path, digest: digestOf(found.found.spec) }, regions: [found.found.path] };
+}
+
 registerEngine({
   kind: FLUX_KUSTOMIZATION,
   engine: 'flux',
@@ -280,36 +305,40 @@ registerEngine({
     const repo = findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === GIT_REPOSITORY && o.name === ref.name && (o.namespace ?? '') === (ref.namespace ?? k.metadata.namespace ?? ''));
     // only the part of the build that reaches the target's paths is read; where that part holds
     // nothing of the target (its folder moved, its objects are declared elsewhere), the whole is
-    let graph = await fluxGraph(view, k, repo, scope.paths);
+    // the Kustomization's own manifest, where the target's paths hold it: its spec at this revision is that file's
+    const own = await ownSpec(view, k, scope);
+    const object: KubeObject = own.manifest ? { ...k, spec: own.spec } : k;
+    let graph = await fluxGraph(view, object, repo, scope.paths, own.manifest);
     let scoped = await scopeGraph(view, graph.root, scope);
     if (graph.pruned && !scoped.builds) {
-      graph = await fluxGraph(view, k, repo);
+      graph = await fluxGraph(view, object, repo, undefined, own.manifest);
       scoped = await scopeGraph(view, graph.root, scope);
     }
     const inputs = new Map<string, ModelInput>(scoped.inputs.map((i) => [i.path, i]));
     for (const f of graph.ignoreFiles) inputs.set(f.path, { path: f.path, digest: f.oid, role: 'config' });
+    if (own.manifest) inputs.set(own.manifest.path, { path: own.manifest.path, digest: own.manifest.digest, role: 'engine-object' });
     await view.prefetchBlobs(scoped.contentFiles.map((f) => f.oid));
     const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
     // path → oid of every file of the graph, made when a render asks (a history walk builds many models and renders none)
     let files: Map<string, string> | undefined;
     let regions: string[] | undefined;
     const graphFiles = graph.files;
-    const fluxSpec = (k.spec ?? {}) as Record<string, unknown>;
+    const fluxSpec = (object.spec ?? {}) as Record<string, unknown>;
     const cut = cutOf(graph);
     const read = graph;
     let whole: Promise<WholeBuild> | undefined;
     return {
       engine: 'flux',
-      describe: describeFlux(k),
+      describe: describeFlux(object),
       inputs,
       setters,
-      opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes],
+      opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes, ...(own.note ? [own.note] : [])],
       missing: graph.missing,
       builds: scoped.builds,
       // made when asked (a walk of a 2,200-application graph builds many models and asks none)
       get regions() {
         if (regions) return regions;
-        if (!graph.pruned) return (regions = [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir)])]);
+        if (!graph.pruned) return (regions = [...new Set([graph.rootDir, ...nodesOf(graph.root).map((n) => n.dir), ...inputs.keys(), ...ancestorIgnoreFiles(graph.rootDir), ...own.regions])]);
         // the part that reaches the target: the kustomizations on the way (their files, not their
         // folders: a sibling application changes nothing here), the folders read whole, and the
         // .sourceignore files above any of them
@@ -317,7 +346,7 @@ registerEngine({
         const files = (graph.above ?? []).flatMap((n) => (n.file ? [n.file.named ?? n.file.path] : []));
         const whole = nodesOf(graph.root).filter((n) => !above.has(n)).map((n) => n.dir);
         const ignores = [...whole, ...files, ...inputs.keys()].flatMap((p) => ancestorIgnoreFiles(p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : ''));
-        return (regions = [...new Set([...files, ...whole, ...inputs.keys(), ...ignores, ...ancestorIgnoreFiles(graph.rootDir)])]);
+        return (regions = [...new Set([...files, ...whole, ...inputs.keys(), ...ignores, ...ancestorIgnoreFiles(graph.rootDir), ...own.regions])]);
       },
       render: {
         engine: 'flux',
@@ -329,11 +358,11 @@ registerEngine({
         ...(cut
           ? {
               // kustomize-controller folds spec.namePrefix/nameSuffix into the root (GenerateManifest): a rename across every resource
-              cut: { ...cut, across: [...cut.across, ...['namePrefix', 'nameSuffix'].filter((f) => typeof fluxSpec[f] === 'string' && fluxSpec[f] !== '').map((f) => `spec.${f} of ${describeRef(k)}`)] },
+              cut: { ...cut, across: [...cut.across, ...['namePrefix', 'nameSuffix'].filter((f) => typeof fluxSpec[f] === 'string' && fluxSpec[f] !== '').map((f) => `spec.${f} of ${describeRef(object)}`)] },
               whole: () =>
                 (whole ??= (async () => {
                   // read apart from this model's view: its reads stay those of the cut
-                  const all = await fluxGraph(view.fork(), k, repo);
+                  const all = await fluxGraph(view.fork(), object, repo, undefined, own.manifest);
                   const spec: RenderSpec = { engine: 'flux', root: all.rootDir, files: new Map([...all.files].map(([p, f]) => [p, f.oid])), flux: { spec: fluxSpec, ...(all.generated ? { generatedResources: all.generated } : {}) } };
                   return { spec, renames: renamesOutside(all, read) };
                 })()),

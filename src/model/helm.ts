@@ -9,6 +9,7 @@ import { KUSTOMIZATION_FILES, loadAllSafe, parseKustomization, type Graph } from
 import { describeRef, registerRefiner } from './registry.ts';
 import { digestOf, type TargetScope } from './scope.ts';
 import { sourceIgnore } from './sourceignore.ts';
+import { findOwnManifest } from './own-manifest.ts';
 import { joinInside, type TreeView } from './tree.ts';
 import type { ModelInput, Setter, TargetModel } from './types.ts';
 import { imageSetters, isRec, setParameter, type ValuesLayer } from './values.ts';
@@ -62,42 +63,6 @@ const parseYaml = (bytes: Uint8Array): unknown => {
   }
 };
 
-/** The HelmRelease's manifest among the files the engine reads for the target, else in the target's paths: where its spec lives in the repository. */
-async function findManifest(view: TreeView, base: TargetModel, hr: KubeObject, paths: string[]): Promise<{ path: string; spec: Rec; namespace?: string } | undefined> {
-  const inPathsFiles = async function* (): AsyncGenerator<string> {
-    const walk = async function* (dir: string): AsyncGenerator<string> {
-      for (const [name, e] of await view.list(dir)) {
-        const p = dir ? `${dir}/${name}` : name;
-        if (e.type === 'tree') yield* walk(p);
-        else if (e.type === 'blob' && e.mode !== '120000') yield p;
-      }
-    };
-    for (const p of paths) {
-      const dir = p.replace(/\/+$/, '');
-      const e = await view.entry(dir);
-      if (e?.type === 'tree') yield* walk(dir);
-      else if (e?.type === 'blob') yield dir;
-    }
-  };
-  const candidates = async function* (): AsyncGenerator<string> {
-    for (const input of base.inputs.values()) if (input.role !== 'kustomization') yield input.path;
-    for await (const p of inPathsFiles()) if (!base.inputs.has(p)) yield p;
-  };
-  for await (const file of candidates()) {
-    if (!/\.(ya?ml|json)$/i.test(file)) continue;
-    const r = await view.resolve(file, 'follow');
-    if (r.kind !== 'file') continue;
-    for (const doc of await view.parse('yaml-all', r.oid, loadAllSafe)) {
-      if (!isRec(doc) || doc.kind !== 'HelmRelease' || typeof doc.apiVersion !== 'string' || !doc.apiVersion.startsWith('helm.toolkit.fluxcd.io/')) continue;
-      const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
-      if (meta.name !== hr.metadata.name) continue;
-      if (typeof meta.namespace === 'string' && hr.metadata.namespace && meta.namespace !== hr.metadata.namespace) continue;
-      return { path: file, spec: isRec(doc.spec) ? doc.spec : {}, ...(typeof meta.namespace === 'string' ? { namespace: meta.namespace } : {}) };
-    }
-  }
-  return undefined;
-}
-
 /** What a refinement adds to the base model. */
 interface Refined {
   inputs: Map<string, ModelInput>;
@@ -118,14 +83,19 @@ registerRefiner({
   unusable: (hr) => (isRec(hr.spec) && (isRec(hr.spec.chart) || isRec(hr.spec.chartRef)) ? undefined : `${describeRef(hr)} has no spec here (an event carries only its status)`),
   async refine(view, hr, base, scope, observed) {
     const r: Refined = { inputs: new Map(base.inputs), setters: [...base.setters], opaque: [...base.opaque], missing: [...base.missing], regions: new Set(base.regions) };
-    const manifest = await findManifest(view, base, hr, scope.paths);
+    // its manifest among the files the engine reads for the target, else in the target's paths (applied by a parent)
+    const name = describeRef(hr);
+    const search = await findOwnManifest(view, { group: 'helm.toolkit.fluxcd.io', kind: 'HelmRelease', name: hr.metadata.name, ...(hr.metadata.namespace ? { namespace: hr.metadata.namespace } : {}) }, scope.paths, [...base.inputs.values()].filter((i) => i.role !== 'kustomization').map((i) => i.path));
+    const manifest = search.found;
     const spec: Rec = manifest?.spec ?? (isRec(hr.spec) ? hr.spec : {});
     const namespace = manifest?.namespace ?? hr.metadata.namespace;
     const release = `${namespace ? `${namespace}/` : ''}${hr.metadata.name}`;
-    const name = describeRef(hr);
-    // where the HelmRelease's own fields are set: its manifest in the repository, else the cluster object
-    const own = manifest ? { where: manifest.path, inRepo: true } : { where: `${name} spec`, inRepo: false };
-    if (!manifest) r.opaque.push(`${name}: its manifest is not among the files the engine reads for the target; its spec is taken as the cluster reports it`);
+    // where the HelmRelease's own fields are set: its manifest in the repository, else the cluster object.
+    // A manifest the build reads already sets its chart and values (scope.ts settersOf); one applied by
+    // a parent from the target's paths is an input of its own, and its fields setters here.
+    const own = manifest ? { where: manifest.path, inRepo: true, inBuild: base.inputs.has(manifest.path) } : { where: `${name} spec`, inRepo: false, inBuild: false };
+    if (manifest && !own.inBuild) add(r, { path: manifest.path, digest: digestOf(manifest.spec), role: 'engine-object' });
+    if (!manifest) r.opaque.push(`${name}: its manifest is not among the files the engine reads for the target${search.ambiguous ? ` (${search.ambiguous.length} files in the target's paths declare it: ${search.ambiguous.slice(0, 3).join(', ')})` : ''}; its spec is taken as the cluster reports it`);
 
     const layers: ValuesLayer[] = [];
     // the files that may make a ConfigMap, a Secret or a chart source: read once, when needed
@@ -134,7 +104,7 @@ registerRefiner({
     await chart(view, hr, spec, release, own, r, layers, scope, observed, candidates);
     await values(view, hr, spec, release, r, layers, candidates);
     if (isRec(spec.values)) layers.push({ ...own, values: spec.values });
-    if (!manifest) r.setters.push({ what: 'values', ...own, values: { release, digest: digestOf({ values: spec.values ?? null, valuesFrom: spec.valuesFrom ?? null }) } });
+    if (!own.inBuild) r.setters.push({ what: 'values', where: own.where, inRepo: own.inRepo, values: { release, digest: digestOf({ values: spec.values ?? null, valuesFrom: spec.valuesFrom ?? null }) } });
     r.setters.push(...imageSetters(layers), ...postRendererSetters(spec, own));
     return {
       ...base,
@@ -152,7 +122,7 @@ registerRefiner({
 const releaseMatches = (s: string, release: string, name: string) => s === release || s === name || s.endsWith(`/${name}`);
 
 /** The chart: its pin, or the chart folder kept in git with its reconcile strategy. */
-async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string, own: { where: string; inRepo: boolean }, r: Refined, layers: ValuesLayer[], scope: TargetScope, observed: readonly Observed[], candidates: () => Promise<Map<string, string>>): Promise<void> {
+async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string, own: { where: string; inRepo: boolean; inBuild: boolean }, r: Refined, layers: ValuesLayer[], scope: TargetScope, observed: readonly Observed[], candidates: () => Promise<Map<string, string>>): Promise<void> {
   const name = describeRef(hr);
   const chartSpec: Rec = isRec(spec.chart) && isRec(spec.chart.spec) ? spec.chart.spec : {};
   const sourceRef: Rec = isRec(chartSpec.sourceRef) ? chartSpec.sourceRef : {};
@@ -176,7 +146,7 @@ async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string,
   }
   if (kind !== 'GitRepository') {
     // a HelmRepository (or an OCI HelmRepository): the pinned version is the chart's setter; the manifest's own pin is already one
-    if (!own.inRepo && str(chartSpec.version)) r.setters.push({ what: 'chart', ...own, chart: { release, ...(str(chartSpec.chart) ? { name: String(chartSpec.chart) } : {}), version: String(chartSpec.version) } });
+    if (!own.inBuild && str(chartSpec.version)) r.setters.push({ what: 'chart', where: own.where, inRepo: own.inRepo, chart: { release, ...(str(chartSpec.chart) ? { name: String(chartSpec.chart) } : {}), version: String(chartSpec.version) } });
     return;
   }
   // a chart from a GitRepository: which one? Where both it and the applying Kustomization's are observed and differ, another repository

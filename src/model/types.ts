@@ -24,7 +24,9 @@ export type InputRole =
   | 'crd'
   | 'values'
   | 'chart'
-  | 'source-params';
+  | 'source-params'
+  /** the engine object's own manifest, kept in git and applied by a parent (its spec at this revision) */
+  | 'engine-object';
 
 /** One file the engine reads for the target. */
 export interface ModelInput {
