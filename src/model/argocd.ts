@@ -456,12 +456,15 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
   }
   for (const f of patchFiles) if (f.named) renderFiles.set(f.named, f.oid);
   const argocd = { kustomize: options, ...(ctx.buildOptions.length ? { buildOptions: ctx.buildOptions } : {}) };
+  // the Application's own manifest and the .argocd-source files: folded into the kustomize options
+  const folded = [...(ctx.own ? [ctx.own] : []), ...[...acc.inputs.values()].filter((i) => i.role === 'source-params').map((i) => i.path)];
   let whole: Promise<WholeBuild> | undefined;
   acc.renders.push({
     engine: 'argocd',
     root: dir,
     files: renderFiles,
     argocd,
+    ...(folded.length ? { folded } : {}),
     ...(cut
       ? {
           // kustomize.namePrefix/nameSuffix of the Application are `kustomize edit` steps on the root: a rename across every resource
@@ -475,7 +478,7 @@ async function kustomize(ctx: SourceCtx, dir: string, options: Rec, origin: (fie
               for (const n of nodesOf(all.root)) {
                 for (const f of [n.file, ...n.resources.map((r) => (r.kind === 'file' ? r.file : undefined)), ...n.files]) if (f?.named) files.set(f.named, f.oid);
               }
-              return { spec: { engine: 'argocd', root: dir, files, argocd } satisfies RenderSpec, renames: renamesOutside(all, graph) };
+              return { spec: { engine: 'argocd', root: dir, files, argocd, ...(folded.length ? { folded } : {}) } satisfies RenderSpec, renames: renamesOutside(all, graph) };
             })()),
         }
       : {}),

@@ -355,6 +355,7 @@ registerEngine({
           return (files ??= new Map([...graphFiles].map(([p, f]) => [p, f.oid])));
         },
         flux: { spec: fluxSpec, ...(graph.generated ? { generatedResources: graph.generated } : {}) },
+        ...(own.manifest ? { folded: [own.manifest.path] } : {}),
         ...(cut
           ? {
               // kustomize-controller folds spec.namePrefix/nameSuffix into the root (GenerateManifest): a rename across every resource
@@ -363,7 +364,7 @@ registerEngine({
                 (whole ??= (async () => {
                   // read apart from this model's view: its reads stay those of the cut
                   const all = await fluxGraph(view.fork(), object, repo, undefined, own.manifest);
-                  const spec: RenderSpec = { engine: 'flux', root: all.rootDir, files: new Map([...all.files].map(([p, f]) => [p, f.oid])), flux: { spec: fluxSpec, ...(all.generated ? { generatedResources: all.generated } : {}) } };
+                  const spec: RenderSpec = { engine: 'flux', root: all.rootDir, files: new Map([...all.files].map(([p, f]) => [p, f.oid])), flux: { spec: fluxSpec, ...(all.generated ? { generatedResources: all.generated } : {}) }, ...(own.manifest ? { folded: [own.manifest.path] } : {}) };
                   return { spec, renames: renamesOutside(all, read) };
                 })()),
             }

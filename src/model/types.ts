@@ -94,6 +94,11 @@ export interface RenderSpec {
   /** Argo CD: the source's kustomize options and argocd-cm build options */
   argocd?: { kustomize?: Record<string, unknown>; buildOptions?: string[] };
   /**
+   * Inputs that are not files of the build but whose content is folded into its options above (the
+   * engine object's own manifest in git, `.argocd-source*.yaml`): the render sees their changes.
+   */
+  folded?: string[];
+  /**
    * Set when the build is cut to the part that reaches the target (issue 33: a render costs what
    * the change can affect): the resources each kustomization file on the way leaves out
    * (kustomization path → its entries), and what of those kustomizations reaches across their

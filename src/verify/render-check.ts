@@ -1,7 +1,7 @@
 import jsYaml from 'js-yaml';
 import type { KubeObject } from '../observe/types.ts';
 import { isRemote, KUSTOMIZATION_FILES } from '../model/kustomize.ts';
-import type { RenderSpec, TargetModel } from '../model/types.ts';
+import { inputDelta, type RenderSpec, type TargetModel } from '../model/types.ts';
 import type { FileChange, RepoReader } from '../repo/types.ts';
 import { blobOid } from '../revert/threeway.ts';
 import { compareRenders, detectRenderer, fluxDigest, render, renderedDiff, type Renderer, type RenderedDiff, type RenderedObject, type Unavailable } from './render.ts';
@@ -118,7 +118,13 @@ export async function renderCheck(input: RenderCheckInput): Promise<RenderCheck>
   if (head.objects.length === 0 && lkg.objects.length === 0) return { skipped: 'the render check was not possible: the build renders no objects at the head or at the last-known-good' };
   const diff = renderedDiff(head.objects, after.objects);
   const cmp = compareRenders({ lastKnownGood: lkg.objects, head: head.objects, reverted: after.objects });
-  if (!cmp.changes) return { refused: 'rendered as the engine builds it, the target is the same before and after the revert: it would change nothing the cluster runs', diff };
+  if (!cmp.changes) {
+    // "the same" is said only of what was rendered: a change to what kustomize does not build (a Helm
+    // chart's templates or values, a HelmRelease applied from outside the build) is not seen by it
+    const unseen = unrendered(models);
+    if (unseen.length > 0) return { skipped: `not rendered: the revert changes ${unseen.slice(0, 3).join(', ')}${unseen.length > 3 ? ', …' : ''}, which ${models.head.describe} reads but a kustomize render does not build (Helm renders charts and values); the render of the rest shows no difference, and the model's verdict stands` };
+    return { refused: 'rendered as the engine builds it, the target is the same before and after the revert: it would change nothing the cluster runs', diff };
+  }
   if (cmp.away.length > 0) {
     const shown = cmp.away.slice(0, 3).map((a) => `${a.key}${a.path ? ` ${a.path}` : ''}: ${show(a.head)} → ${show(a.reverted)} (the last-known-good has ${show(a.lastKnownGood)})`);
     return { refused: `rendered as the engine builds it, the revert would set ${cmp.away.length} field${cmp.away.length === 1 ? '' : 's'} to values the last-known-good never had: ${shown.join('; ')}${cmp.away.length > 3 ? '; …' : ''}`, diff };
@@ -138,6 +144,21 @@ export async function renderCheck(input: RenderCheckInput): Promise<RenderCheck>
 }
 
 type Rendered = Awaited<ReturnType<typeof render>>;
+
+/**
+ * The inputs the revert changes that a kustomize render cannot see: a Helm chart's files and values
+ * (helm-controller and Argo CD's helm build them, not kustomize), and an engine object's own
+ * manifest that is neither a file of the build nor folded into its options (a HelmRelease a parent
+ * applies from the target's paths).
+ */
+function unrendered(models: RenderCheckInput['models']): string[] {
+  const spec = models.head.render;
+  const seen = new Set([...(spec?.folded ?? []), ...(models.after.render?.folded ?? [])]);
+  const files = spec?.files;
+  return inputDelta(models.head, models.after)
+    .filter((d) => !files?.has(d.path) && (d.role === 'chart' || d.role === 'values' || (d.role === 'engine-object' && !seen.has(d.path))))
+    .map((d) => d.path);
+}
 
 /**
  * Where the engine itself says its build failed, only the whole build can tell why: a cut leaves
