@@ -4,7 +4,8 @@ import { redact } from './scrub.ts';
  * Typed errors, converted to exit codes once, at the door (cli.ts / action.ts).
  * Every error carries its cause; none may carry a token (see redact()).
  */
-export type ExitCode = 0 | 1 | 2 | 3;
+/** 0 nothing failed or all handled; 1 failed, not reverted; 2 bad input; 3 an outside system failed; 4 a metric check ended in error (it can never conclude as it is). */
+export type ExitCode = 0 | 1 | 2 | 3 | 4;
 
 export abstract class LastgoodError extends Error {
   abstract readonly exitCode: ExitCode;

@@ -106,6 +106,32 @@ test('Prometheus unreachable: unknown, said so, exit 3, nothing written', async 
   t.is(head(repo.work), repo.c4);
 });
 
+test('a query Prometheus refuses (bad_data, a typo in the PromQL): measured in error, and once beyond consecutiveErrorLimit the check ends in error with exit 4, never progressing forever; nothing written', async (t) => {
+  const typo = ERROR_RATIO_CHECK.replace("query: '", "query: 'sum(rate(") + '\n    consecutiveErrorLimit: 2';
+  const { repo, cfg, snapshot } = setup(t, 'prod', typo);
+  // early: two measurements in error (the first at 1m, then 10 s later), within the limit: still measuring, and says why
+  const early = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(75_000), '--json']);
+  t.is(early.code, 0, early.stderr);
+  const measuring = json(early.stdout).targets[0]!.evidence.find((e: any) => e.kind === 'Analysis');
+  t.like(measuring, { state: 'progressing', reason: 'AnalysisRunning' });
+  t.regex(measuring.message, /0 of 5 measurements taken, 0 failed, 0 inconclusive, 2 in error \(last: .*bad_data.*; 2 in a row allowed\)/);
+  // later: three in a row > consecutiveErrorLimit (2): Error, as Argo Rollouts ends the run
+  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
+  t.is(r.code, 4, r.stderr);
+  const [target] = json(r.stdout).targets;
+  t.is(target!.action, 'none', 'never reverted on measurements it could not take');
+  const check = target!.evidence.find((e: any) => e.kind === 'Analysis');
+  t.like(check, { state: 'unknown', reason: 'AnalysisError', analysis: { phase: 'Error', errors: 3 } });
+  t.regex(check.message, /ended in error: consecutiveErrors \(3\) > consecutiveErrorLimit \(2\)/);
+  t.regex(target!.error.message, /error-ratio \(lastgood\.yaml\) ended in error: consecutiveErrors \(3\) > consecutiveErrorLimit \(2\); last: .*bad_data/);
+  t.is(target!.error.code, 4);
+  t.is(head(repo.work), repo.c4, 'nothing written');
+  const text = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000)]);
+  t.is(text.code, 4);
+  t.regex(text.stdout, /^shop-prod: PROGRESSING — CHECK IN ERROR \(exit 4\)$/m);
+  t.regex(text.stdout, /^ {2}error \(exit 4\): Analysis prod\/error-ratio: error-ratio \(lastgood\.yaml\) ended in error/m);
+});
+
 test('an inconclusive check holds the target and says so; nothing is written', async (t) => {
   const analysis = `checks:
   - name: error-ratio
@@ -153,6 +179,16 @@ argo:
   t.regex(check.message, /failed \(4\) > failureLimit \(3\)/);
   t.regex(check.analysis.queries[0].query, /destination_service=~"shop\.prod\.svc\.cluster\.local"/);
   t.is(check.analysis.queries[0].condition, 'successCondition: result[0] >= 0.95');
+});
+
+test('an AnalysisTemplate in the snapshot as the upstream docs print it (no metadata.namespace): not found in the workload\'s namespace, and the message says a namespace-less one is there and what to add (exit 2)', async (t) => {
+  const { repo, cfg, snapshot } = setup(t, 'prod', `argo:
+  templates: [ { templateName: success-rate } ]
+  args: [ { name: service-name, value: "{{workload}}.{{namespace}}.svc.cluster.local" } ]`);
+  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'argo-rollouts-success-rate-background.yaml'), '--now', at(10 * 60_000), '--json']);
+  t.is(r.code, 2, r.stderr);
+  t.regex(json(r.stdout).targets[0]!.error.message, /AnalysisTemplate prod\/success-rate not found; what was observed holds the AnalysisTemplate success-rate without metadata\.namespace \(as the upstream docs print them\): add `namespace: prod` to it/);
+  t.is(head(repo.work), repo.c4);
 });
 
 test('Argo Rollouts AnalysisTemplate (upstream example, one measurement, address from an argument with a default): evaluated against lastgood\'s Prometheus', async (t) => {

@@ -109,7 +109,7 @@ async function argoChecks(analysis: ResolvedAnalysis, facts: RolloutFacts, looku
     let template: KubeObject | undefined;
     try {
       template = await lookup({ apiVersion: 'argoproj.io/v1alpha1', kind, ...(ref.cluster ? {} : { namespace }), name: ref.name });
-      if (!template) throw new Error(`${where} not found`);
+      if (!template) throw new Error(`${where} not found${await namespaceLess(lookup, 'argoproj.io/v1alpha1', kind, ref.cluster ? undefined : namespace, ref.name)}`);
     } catch (error) {
       out.problems.push(problemOf(ref.name, where, error));
       continue;
@@ -185,6 +185,17 @@ function modelOfWorkload(facts: RolloutFacts): Omit<FlaggerModel, 'interval' | '
   return { name: facts.workload, namespace: facts.namespace, target: facts.workload, service: facts.workload, ingress: facts.workload, route: facts.workload };
 }
 
+/**
+ * A hint where a snapshot holds the template without `metadata.namespace` (as the upstream docs
+ * print them, and as `kubectl apply` takes them into the current namespace): the namespace it is
+ * looked for in is not written on it.
+ */
+async function namespaceLess(lookup: Lookup, apiVersion: string, kind: string, namespace: string | undefined, name: string): Promise<string> {
+  if (!namespace) return '';
+  const bare = await lookup({ apiVersion, kind, name }, { observedOnly: true });
+  return bare ? `; what was observed holds the ${kind} ${name} without metadata.namespace (as the upstream docs print them): add \`namespace: ${namespace}\` to it, or take it from the cluster (\`kubectl get ${kind.toLowerCase()}s -n ${namespace} -o yaml\`)` : '';
+}
+
 async function templatesOf(analysis: FlaggerAnalysis, namespace: string, lookup: Lookup, name: string, out: ResolvedChecks): Promise<Map<string, KubeObject | Error>> {
   const found = new Map<string, KubeObject | Error>();
   for (const m of analysis.metrics ?? []) {
@@ -195,7 +206,7 @@ async function templatesOf(analysis: FlaggerAnalysis, namespace: string, lookup:
     if (found.has(key)) continue;
     try {
       const t = await lookup({ apiVersion: 'flagger.app/v1beta1', kind: 'MetricTemplate', namespace: ns, name: m.templateRef.name });
-      found.set(key, t ?? new Error(`MetricTemplate ${key} not found`));
+      found.set(key, t ?? new Error(`MetricTemplate ${key} not found${await namespaceLess(lookup, 'flagger.app/v1beta1', 'MetricTemplate', ns, m.templateRef.name)}`));
     } catch (error) {
       if (error instanceof RemoteError) {
         out.problems.push(problemOf(name, `MetricTemplate ${key}`, error));

@@ -89,17 +89,23 @@ export function checkEvidence(spec: CheckSpec, progress: CheckProgress, rollout:
         ...e, ...notes, state: 'suspended', reason: 'AnalysisInconclusive', since,
         message: `held: ${what} is inconclusive, a person decides (lastgood reverts only a failed check): ${progress.message}${lastText}${query}`,
       };
-    case 'Error':
+    case 'Error': {
+      // Argo Rollouts ends the run in Error (analysis.go assessMetricFailureInconclusiveOrError): the
+      // check can never conclude as it is (a query the provider refuses, bad_data). Not progressing, not
+      // failed: its own exit code, so a CI job does not stay green on a check that cannot run.
+      const said = `${what} ended in error: ${progress.message}${lastText}${query}`;
       return {
         ...e, ...notes, state: 'unknown', reason: 'AnalysisError',
-        message: `${what} could not be measured: ${progress.message}${lastText}${query}${spec.semantics === 'argo' ? ' (Argo Rollouts would end the analysis in Error here; lastgood never reverts on measurements it could not take)' : ''}`,
+        message: `${said}${spec.semantics === 'argo' ? ' (Argo Rollouts ends the analysis in Error here; lastgood never reverts on measurements it could not take)' : ''}`,
+        problem: { code: 4, message: `${spec.name} (${spec.source}) ended in error: ${progress.message}${last?.message ? `; last: ${last.message}` : ''}` },
       };
+    }
     default: {
       const count = spec.schedule.count !== undefined ? ` of ${spec.schedule.count}` : '';
       const next = progress.nextAt !== undefined ? `; next measurement ${progress.nextAt <= now ? 'due now' : `at ${iso(progress.nextAt)} (in ${formatDuration(progress.nextAt - now)})`}` : '';
       return {
         ...e, ...notes, state: 'progressing', reason: progress.phase === 'Pending' ? 'AnalysisPending' : 'AnalysisRunning', since,
-        message: `${what}: not concluded yet: ${t.count}${count} measurement${t.count === 1 && !count ? '' : 's'} taken, ${t.failed} failed, ${t.inconclusive} inconclusive${next}${approx}`,
+        message: `${what}: not concluded yet: ${t.count}${count} measurement${t.count === 1 && !count ? '' : 's'} taken, ${t.failed} failed, ${t.inconclusive} inconclusive${t.error ? `, ${t.error} in error (last: ${[...progress.measurements].reverse().find((m) => m.phase === 'Error')?.message ?? '?'}; ${spec.limits.consecutiveErrorLimit} in a row allowed)` : ''}${next}${approx}`,
       };
     }
   }

@@ -96,10 +96,10 @@ export function createAnalysisSession(target: ResolvedTarget, ctx: AnalysisConte
     },
     async update(observed, now) {
       const index = indexOf(observed);
-      const lookup: Lookup = async (ref) => {
+      const lookup: Lookup = async (ref, opts) => {
         const seen = index.get(keyOf(ref))?.object;
         if (seen) return seen;
-        if (!ctx.read) return undefined;
+        if (!ctx.read || opts?.observedOnly) return undefined;
         const key = keyOf(ref);
         let p = read.get(key);
         if (!p) {

@@ -29,7 +29,8 @@ export interface ObjectRefLike {
 }
 
 /** Reads an object that was not among the observed ones (the cluster), or undefined when there is none (a snapshot). */
-export type Lookup = (ref: ObjectRefLike) => Promise<KubeObject | undefined>;
+/** An object by reference: from what was observed, else read from the cluster (`observedOnly`: never read). */
+export type Lookup = (ref: ObjectRefLike, opts?: { observedOnly?: boolean }) => Promise<KubeObject | undefined>;
 
 export interface Rollout {
   workload: ObjectRefLike;

@@ -20,8 +20,8 @@ export interface Evidence extends Health {
   clockRefused?: string;
   /** a metric check (src/analysis/): its query, values, condition and times */
   analysis?: AnalysisDetail;
-  /** why this evidence could not be evaluated, with the run's exit code for it (2 bad input, 3 an outside system) */
-  problem?: { code: 2 | 3; message: string };
+  /** why this evidence could not be evaluated, with the run's exit code for it (2 bad input, 3 an outside system, 4 a metric check in error) */
+  problem?: { code: 2 | 3 | 4; message: string };
 }
 
 /** What a metric check's evidence shows: the query, the values, the condition and the times. */

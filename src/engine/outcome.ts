@@ -14,7 +14,7 @@ export function baseOutcome(verdict: Verdict, decision: Decision): TargetOutcome
   // evidence that could not be evaluated (a metric provider unreachable, a template that cannot be read): said, with its exit code, unless the target failed anyway
   const problems = verdict.verdict === 'failed' ? [] : verdict.evidence.filter((e) => e.problem);
   if (problems.length) {
-    const code = problems.some((e) => e.problem!.code === 3) ? 3 : 2;
+    const code = Math.max(...problems.map((e) => e.problem!.code)) as 2 | 3 | 4;
     o.error = { code, message: redact(problems.map((e) => `${e.kind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}: ${e.problem!.message}`).join('; ')) };
   }
   return o;
@@ -30,8 +30,9 @@ export function recordError(outcome: TargetOutcome, error: unknown, log: Logger)
 }
 
 /**
- * DESIGN.md exit codes for a finished run, the worst over its targets: 3 an outside system failed,
- * 2 bad input, 1 a target is failed or stuck and was not reverted, 0 otherwise.
+ * DESIGN.md exit codes for a finished run, the worst over its targets: 4 a metric check ended in
+ * error (issue 34: it can never conclude as it is), 3 an outside system failed, 2 bad input, 1 a
+ * target is failed or stuck and was not reverted, 0 otherwise.
  */
 export function exitCodeFor(report: Report): ExitCode {
   let code: ExitCode = 0;

@@ -35,7 +35,9 @@ const STATE_COLOR: Record<string, keyof typeof SGR> = { healthy: 'green', progre
 function formatTarget(t: TargetOutcome, opts: FormatOptions): string {
   const paint = (color: keyof typeof SGR | undefined, text: string, bold = false) => (opts.tty?.color && color ? `\x1b[${bold ? '1;' : ''}${SGR[color]}m${text}\x1b[0m` : text);
   const lines: string[] = [];
-  lines.push(`${paint(undefined, t.name)}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${t.class})` : ''}`);
+  // a check that ended in error can never conclude as it is: said in the headline, not only in the error line
+  const inError = t.error?.code === 4 ? ` — ${paint('red', 'CHECK IN ERROR', true)} (exit 4)` : '';
+  lines.push(`${paint(undefined, t.name)}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${t.class})` : ''}${inError}`);
   lines.push(`  evidence:`);
   if (opts.tty) {
     // aligned columns: object, state, reason, then since and the message
