@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { applyArgoKustomize, argoBuildFlags, argoEnvsubst, splitImage } from '../src/verify/argocd.ts';
-import { envsubst } from '../src/verify/envsubst.ts';
+import { envsubst } from '../src/model/envsubst.ts';
 import { foldFluxSpec } from '../src/verify/flux.ts';
 import { deepEqual, flatten } from '../src/verify/objects.ts';
 import { compareRenders, detectRenderer, render, renderedDiff, type RenderedObject, type Renderer } from '../src/verify/render.ts';

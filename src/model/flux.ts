@@ -4,7 +4,8 @@ import { findObserved, groupKind } from '../observe/types.ts';
 import { cutOf, KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, prefetchNear, renamesOutside, walkGraph, type Graph, type WalkRules } from './kustomize.ts';
 import { describeRef, registerEngine } from './registry.ts';
 import { digestOf, scopeGraph, settersOf, type TargetScope } from './scope.ts';
-import { findOwnManifest, substituted } from './own-manifest.ts';
+import { findOwnManifest, MAX_MANIFEST_FILES, substituted } from './own-manifest.ts';
+import { substitutedSetters, substitution } from './substitute.ts';
 import { LazySourceIgnore } from './sourceignore.ts';
 import { joinInside, within, type TreeView } from './tree.ts';
 import { ABSENT } from './reads.ts';
@@ -106,10 +107,6 @@ export async function fluxGraph(view: TreeView, kustomization: KubeObject, gitRe
     for (const [p, f] of sub.files) graph.files.set(p, f);
     missing.push(...sub.missing.filter(() => spec.ignoreMissingComponents !== true));
     opaque.push(...sub.opaque);
-  }
-  const postBuild = isRec(spec.postBuild) ? spec.postBuild : {};
-  if (Array.isArray(postBuild.substituteFrom) && postBuild.substituteFrom.length > 0) {
-    global(`${name} substitutes variables from ${postBuild.substituteFrom.map((s) => (isRec(s) ? `${String(s.kind)}/${String(s.name)}` : '?')).join(', ')} in the cluster after the build (kustomize_varsub.go): their values are not in the repository`);
   }
   if (isRec(spec.decryption)) global(`${name} decrypts SOPS-encrypted files (spec.decryption): their plain text is not in the repository`);
   if (Array.isArray(repoSpec.include) && repoSpec.include.length > 0) global(`the GitRepository copies other repositories' artifacts into this source (spec.include): those files are not in this repository`);
@@ -273,6 +270,39 @@ function ancestorIgnoreFiles(root: string): string[] {
 }
 
 /**
+ * The files that may make a substituteFrom ConfigMap/Secret: what this Kustomization's build reads,
+ * the target's paths, and what the parent Kustomization that applies it reads (its
+ * `kustomize.toolkit.fluxcd.io/name` labels name it), when the parent is observed.
+ */
+async function substituteCandidates(view: TreeView, graph: FluxGraph, scope: TargetScope, observed: readonly Observed[], k: KubeObject, repo: KubeObject | undefined): Promise<Map<string, string>> {
+  const files = new Map<string, string>([...graph.files].map(([p, f]) => [p, f.oid]));
+  let looked = 0;
+  const walk = async (dir: string): Promise<void> => {
+    for (const [name, e] of await view.list(dir)) {
+      if (looked > MAX_MANIFEST_FILES) return;
+      const p = dir ? `${dir}/${name}` : name;
+      if (e.type === 'tree') await walk(p);
+      else if (e.type === 'blob' && e.mode !== '120000' && /\.(ya?ml|json)$|(^|\/)Kustomization$/.test(p)) {
+        looked++;
+        if (!files.has(p)) files.set(p, e.oid);
+      }
+    }
+  };
+  for (const d of scope.paths) {
+    const dir = d.replace(/\/+$/, '');
+    if ((await view.entry(dir))?.type === 'tree') await walk(dir);
+  }
+  const labels = k.metadata.labels ?? {};
+  const parentName = labels['kustomize.toolkit.fluxcd.io/name'];
+  const parentNs = labels['kustomize.toolkit.fluxcd.io/namespace'] ?? k.metadata.namespace;
+  const parent = parentName ? findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === FLUX_KUSTOMIZATION && o.name === parentName && (o.namespace ?? '') === (parentNs ?? '')) : undefined;
+  if (parent && isRec(parent.spec) && parent !== k) {
+    for (const [p, f] of (await fluxGraph(view, parent, repo)).files) if (!files.has(p)) files.set(p, f.oid);
+  }
+  return files;
+}
+
+/**
  * The Kustomization's spec at this revision: its manifest's, where the target's paths hold the
  * file that declares it (applied by a parent Kustomization: what that file says is what
  * kustomize-controller builds once the parent applies it), else the cluster object's. A field
@@ -319,6 +349,15 @@ registerEngine({
     if (own.manifest) inputs.set(own.manifest.path, { path: own.manifest.path, digest: own.manifest.digest, role: 'engine-object' });
     await view.prefetchBlobs(scoped.contentFiles.map((f) => f.oid));
     const setters = [...(await settersOf(view, scoped.contentFiles, scoped.inline)), ...graph.specSetters];
+    // post-build variables: the substituteFrom sources the repository makes are inputs, and images are set through them
+    const fluxSpecNow: Rec = isRec(object.spec) ? object.spec : {};
+    const sub = await substitution(view, fluxSpecNow, k.metadata.namespace, () => substituteCandidates(view, graph, scope, observed, k, repo));
+    const substituteNotes: string[] = [];
+    if (sub) {
+      for (const i of sub.inputs) if (!inputs.has(i.path)) inputs.set(i.path, i);
+      setters.push(...(await substitutedSetters(view, scoped.contentFiles, sub)));
+      if (sub.unknown.length) substituteNotes.push(`${describeRef(object)} substitutes variables from ${sub.unknown.join(', ')} in the cluster after the build (kustomize_varsub.go): made nowhere in the repository lastgood searched (the target's paths, what its Kustomization and the parent that applies it read), so their values are not verified`);
+    }
     // path → oid of every file of the graph, made when a render asks (a history walk builds many models and renders none)
     let files: Map<string, string> | undefined;
     let regions: string[] | undefined;
@@ -326,13 +365,16 @@ registerEngine({
     const fluxSpec = (object.spec ?? {}) as Record<string, unknown>;
     const cut = cutOf(graph);
     const read = graph;
+    // the substituteFrom values the repository makes, and the files they come from: folded into the render
+    const fromRepo = sub && Object.keys(sub.fromRepo).length ? { substituteFrom: { values: sub.fromRepo, complete: sub.unknown.length === 0 } } : {};
+    const folded = [...(own.manifest ? [own.manifest.path] : []), ...(sub?.inputs.map((i) => i.path) ?? [])];
     let whole: Promise<WholeBuild> | undefined;
     return {
       engine: 'flux',
       describe: describeFlux(object),
       inputs,
       setters,
-      opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes, ...(own.note ? [own.note] : [])],
+      opaque: [...graph.opaque.filter((o) => scoped.dirs.has(o.dir)).map((o) => o.text), ...scoped.notes, ...(own.note ? [own.note] : []), ...substituteNotes],
       missing: graph.missing,
       builds: scoped.builds,
       // made when asked (a walk of a 2,200-application graph builds many models and asks none)
@@ -354,8 +396,8 @@ registerEngine({
         get files() {
           return (files ??= new Map([...graphFiles].map(([p, f]) => [p, f.oid])));
         },
-        flux: { spec: fluxSpec, ...(graph.generated ? { generatedResources: graph.generated } : {}) },
-        ...(own.manifest ? { folded: [own.manifest.path] } : {}),
+        flux: { spec: fluxSpec, ...(graph.generated ? { generatedResources: graph.generated } : {}), ...fromRepo },
+        ...(folded.length ? { folded } : {}),
         ...(cut
           ? {
               // kustomize-controller folds spec.namePrefix/nameSuffix into the root (GenerateManifest): a rename across every resource
@@ -364,7 +406,7 @@ registerEngine({
                 (whole ??= (async () => {
                   // read apart from this model's view: its reads stay those of the cut
                   const all = await fluxGraph(view.fork(), object, repo, undefined, own.manifest);
-                  const spec: RenderSpec = { engine: 'flux', root: all.rootDir, files: new Map([...all.files].map(([p, f]) => [p, f.oid])), flux: { spec: fluxSpec, ...(all.generated ? { generatedResources: all.generated } : {}) }, ...(own.manifest ? { folded: [own.manifest.path] } : {}) };
+                  const spec: RenderSpec = { engine: 'flux', root: all.rootDir, files: new Map([...all.files].map(([p, f]) => [p, f.oid])), flux: { spec: fluxSpec, ...(all.generated ? { generatedResources: all.generated } : {}), ...fromRepo }, ...(folded.length ? { folded } : {}) };
                   return { spec, renames: renamesOutside(all, read) };
                 })()),
             }

@@ -26,7 +26,9 @@ export type InputRole =
   | 'chart'
   | 'source-params'
   /** the engine object's own manifest, kept in git and applied by a parent (its spec at this revision) */
-  | 'engine-object';
+  | 'engine-object'
+  /** what makes a Flux `postBuild.substituteFrom` ConfigMap/Secret in the repository (its variables) */
+  | 'substitute';
 
 /** One file the engine reads for the target. */
 export interface ModelInput {
@@ -90,7 +92,7 @@ export interface RenderSpec {
   /** every file the engine's build may read (the whole graph, not only the target's part), path → blob oid */
   files: Map<string, string>;
   /** Flux: the Kustomization's spec (folded in as kustomize-controller's generator does) and, when the root has no kustomization file, the resources Flux generates */
-  flux?: { spec: Record<string, unknown>; generatedResources?: string[] };
+  flux?: { spec: Record<string, unknown>; generatedResources?: string[]; substituteFrom?: SubstituteFromValues };
   /** Argo CD: the source's kustomize options and argocd-cm build options */
   argocd?: { kustomize?: Record<string, unknown>; buildOptions?: string[] };
   /**
@@ -108,6 +110,13 @@ export interface RenderSpec {
   cut?: RenderCut;
   /** The whole build (every file under the engine's path is read), for when a cut cannot stand. */
   whole?: () => Promise<WholeBuild>;
+}
+
+/** The post-build variables of `substituteFrom` sources the repository makes (the others stay placeholders). */
+export interface SubstituteFromValues {
+  values: Record<string, string>;
+  /** every source was found in the repository: a variable none sets is "" as in the controller */
+  complete: boolean;
 }
 
 export interface RenderCut {

@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import jsYaml from 'js-yaml';
 import { parse, stringify, type Tags } from 'yaml';
-import { envsubst, EnvsubstError } from './envsubst.ts';
+import { envsubst, EnvsubstError } from '../model/envsubst.ts';
 import { KUSTOMIZATION_FIELDS, KUSTOMIZATION_FILES, type Kustomization } from './kustomization.ts';
 
 /**
@@ -229,11 +229,12 @@ export interface SubstitutionResult {
  * - substitution runs when there are vars or substituteStrategy is Always, on the resource's YAML
  *   text; a variable without a value becomes "" (the controller's default, non-strict mode).
  *
- * substituteFrom values are not known here: when substituteFrom is set, a variable not set inline
- * takes a stable placeholder (`lastgood-substituteFrom-NAME`). The same in the three renders, so
+ * substituteFrom values made in the repository (`fromRepo`: a generator or a manifest the model
+ * found, src/model/substitute.ts) are those of the revision rendered. Others are not known here:
+ * a variable not set inline nor by those takes a stable placeholder (`lastgood-substituteFrom-NAME`). The same in the three renders, so
  * the comparison is relative and needs no cluster and no secret; the placeholder is in the output.
  */
-export function fluxSubstitute(docs: string[], spec: Record<string, unknown>): SubstitutionResult {
+export function fluxSubstitute(docs: string[], spec: Record<string, unknown>, fromRepo?: { values: Record<string, string>; complete: boolean }): SubstitutionResult {
   const postBuild = spec.postBuild;
   if (!isMap(postBuild)) return { docs, rewritten: false, placeholders: [] };
   const inline = postBuild.substitute;
@@ -253,9 +254,9 @@ export function fluxSubstitute(docs: string[], spec: Record<string, unknown>): S
   }
   const placeholders = new Set<string>();
   const mapping = (name: string): [string, boolean] => {
-    const v = vars.get(name);
+    const v = vars.get(name) ?? fromRepo?.values[name];
     if (v !== undefined) return [v, true];
-    if (fromCluster) {
+    if (fromCluster && !fromRepo?.complete) {
       placeholders.add(name);
       return [substituteFromPlaceholder(name), true];
     }

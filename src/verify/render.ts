@@ -35,7 +35,7 @@ export interface RenderInput {
    *  generator does. When the root folder has no kustomization file, `generatedResources` lists the
    *  resources Flux's scanManifests would generate; when omitted it is computed from `files`
    *  (fluxGeneratedResources). */
-  flux?: { spec: Record<string, unknown>; generatedResources?: string[] };
+  flux?: { spec: Record<string, unknown>; generatedResources?: string[]; substituteFrom?: { values: Record<string, string>; complete: boolean } };
   /** Argo CD `spec.source.kustomize` options, argocd-cm `kustomize.buildOptions` (default none =
    *  LoadRestrictionsRootOnly), and the build environment `${ARGOCD_APP_*}` expands from */
   argocd?: { kustomize?: Record<string, unknown>; buildOptions?: string[]; env?: Record<string, string> };
@@ -229,7 +229,7 @@ async function renderIn(base: string, renderer: Renderer, input: RenderInput, op
       const meta = (o.object.metadata ?? {}) as { name?: unknown };
       if (!o.object.apiVersion || !o.object.kind || !meta.name) return { failed: `failed to decode Kubernetes apiVersion, kind and name from: ${o.key}` };
     }
-    const sub = fluxSubstitute(docs, input.flux?.spec ?? {});
+    const sub = fluxSubstitute(docs, input.flux?.spec ?? {}, input.flux?.substituteFrom);
     if (sub.rewritten) {
       output = sub.docs.map((d) => (d.endsWith('\n') ? d : `${d}\n`)).join('---\n');
       exactOutput = false;
