@@ -58,7 +58,7 @@ const manifest = (tag: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n 
 function podinfoKs(o: { attempted: string; applied: string; ready: 'True' | 'False' }) {
   const k = kustomization({ name: 'podinfo', attempted: `main@sha1:${o.attempted}`, applied: `main@sha1:${o.applied}`, ready: o.ready });
   (k.metadata as Record<string, unknown>).labels = { 'kustomize.toolkit.fluxcd.io/name': 'flux-system', 'kustomize.toolkit.fluxcd.io/namespace': 'flux-system' };
-  k.spec = { ...k.spec, path: './apps/podinfo/app', postBuild: { substituteFrom: [{ kind: 'ConfigMap', name: 'podinfo-vars' }] } };
+  k.spec = { ...k.spec, path: './apps/podinfo/app', postBuild: { substituteFrom: [{ kind: 'ConfigMap', name: 'podinfo-vars' }] } } as typeof k.spec;
   return k;
 }
 function parentKs(attempted: string) {

@@ -6,7 +6,8 @@ import './flux.ts';
 import './argocd.ts';
 import './helm.ts';
 import { modelers, refiners, type EngineModeler, type EngineRefiner } from './registry.ts';
-import { inPaths, settersOf, type TargetScope } from './scope.ts';
+import { overlayOf } from './overlays.ts';
+import { inPaths, scopeGraph, settersOf, type TargetScope } from './scope.ts';
 import { Lru } from '../repo/lru.ts';
 import { ObjectCache, TreeView } from './tree.ts';
 import { sameReads, type Reads } from './reads.ts';
@@ -24,8 +25,28 @@ export { inputDelta } from './types.ts';
  */
 
 
-/** The target's own paths as the model (no engine object to follow). */
+/**
+ * The target's own paths as the model (no engine object to follow); where they hold several
+ * overlays and exactly one builds the target's objects, what that overlay's build reads
+ * (overlays.ts).
+ */
 async function pathsModel(view: TreeView, scope: TargetScope, why: string): Promise<TargetModel> {
+  const overlay = await overlayOf(view, scope);
+  if (overlay) {
+    const scoped = await scopeGraph(view, overlay.graph.root, { ...scope, paths: [`${overlay.dir}/`] });
+    const o = scope.objects[0]!;
+    return {
+      engine: 'paths',
+      describe: `the target's paths (${scope.paths.join(', ')}): ${why}; the kustomization ${overlay.dir} builds ${o.kind} ${o.namespace ? `${o.namespace}/` : ''}${o.name} (its namespace and name), so the model reads what its build reads`,
+      inputs: new Map(scoped.inputs.map((i) => [i.path, i])),
+      setters: await settersOf(view, scoped.contentFiles, scoped.inline),
+      opaque: [...overlay.graph.opaque.map((x) => x.text), ...scoped.notes],
+      missing: overlay.graph.missing,
+      builds: scoped.builds,
+      // which overlay builds the target depends on every kustomization under the paths
+      regions: scope.paths.map((p) => p.replace(/\/+$/, '')),
+    };
+  }
   const inputs = new Map<string, ModelInput>();
   const files: Array<{ path: string; oid: string; role: 'resource' }> = [];
   const walk = async (dir: string): Promise<void> => {
