@@ -4,6 +4,7 @@ import { LocalRepo } from '../src/deliver/local/index.ts';
 import type { KubeObject } from '../src/observe/types.ts';
 import { modelTarget } from '../src/model/index.ts';
 import { everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
+import { gitHelmRelease } from './support/helm-manifests.ts';
 import { crdProblems, helmRelease, kustomization } from './support/objects.ts';
 
 /**
@@ -66,28 +67,6 @@ spec:
           readinessProbe: { httpGet: { path: ${probe}, port: 9898 } }
 `;
 
-/** A HelmRelease of a chart kept in this repository (the GitRepository the Kustomization reads). */
-const gitRelease = (strategy: 'ChartVersion' | 'Revision', values = '    replicaCount: 2\n') => `apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  interval: 10m
-  chart:
-    spec:
-      chart: ./charts/podinfo
-      reconcileStrategy: ${strategy}
-      sourceRef:
-        kind: GitRepository
-        name: flux-system
-        namespace: flux-system
-  install:
-    remediation:
-      retries: 3
-  values:
-${values}`;
-
 /** The spec of a manifest, as the cluster reports it. */
 const specOf = (manifest: string) => (jsYaml.load(manifest) as { spec: Record<string, unknown> }).spec;
 
@@ -96,7 +75,7 @@ function gitChartRepo(strategy: 'ChartVersion' | 'Revision'): { h: History; appl
   h.commit({
     'apps/prod/kustomization.yaml': kz(['podinfo']),
     'apps/prod/podinfo/kustomization.yaml': kz(['release.yaml']),
-    'apps/prod/podinfo/release.yaml': gitRelease(strategy),
+    'apps/prod/podinfo/release.yaml': gitHelmRelease(strategy),
     'charts/podinfo/Chart.yaml': chartYaml('6.5.4'),
     'charts/podinfo/values.yaml': chartValues,
     'charts/podinfo/templates/deployment.yaml': template('/readyz'),
@@ -115,7 +94,7 @@ test('a git chart under ChartVersion: a template change alone ships nothing, ref
   const { h, applied } = gitChartRepo('ChartVersion');
   const probe = h.commit({ 'charts/podinfo/templates/deployment.yaml': template('/healthz') }, 'chart: probe /healthz');
   const k = flux({ path: './apps/prod', attempted: probe, applied });
-  const hr = helmRelease({ spec: specOf(gitRelease('ChartVersion')), attempted: '6.5.4', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] });
+  const hr = helmRelease({ spec: specOf(gitHelmRelease('ChartVersion')), attempted: '6.5.4', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] });
   const o = await everyBackend(t, h, PATHS, evidenceOf([k, hr], [K, HR]), setup(hr, k));
   t.regex(o.refused!, /between them nothing that Flux Kustomization flux-system\/apps \(spec\.path \.\/apps\/prod\) \+ Flux HelmRelease prod\/podinfo \(chart \.\/charts\/podinfo from GitRepository flux-system\) reads for this target changed/);
   t.regex(o.refused!, /charts\/podinfo\/templates\/deployment\.yaml changed, but it reaches the cluster only together with a change of charts\/podinfo\/Chart\.yaml, which did not change/);
@@ -127,7 +106,7 @@ test('a git chart under ChartVersion: a template change and the version bump in 
   const probe = h.commit({ 'charts/podinfo/templates/deployment.yaml': template('/healthz') }, 'chart: probe /healthz');
   const bump = h.commit({ 'charts/podinfo/Chart.yaml': chartYaml('6.5.5') }, 'chart: release 6.5.5');
   const k = flux({ path: './apps/prod', attempted: bump, applied });
-  const hr = helmRelease({ spec: specOf(gitRelease('ChartVersion')), attempted: '6.5.5', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] });
+  const hr = helmRelease({ spec: specOf(gitHelmRelease('ChartVersion')), attempted: '6.5.5', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] });
   const o = await everyBackend(t, h, PATHS, evidenceOf([k, hr], [K, HR]), setup(hr, k));
   t.falsy(o.refused, o.refused);
   t.deepEqual(o.located!.bad.map((c) => c.oid), [bump, probe], 'the template shipped with the version bump');
@@ -144,7 +123,7 @@ test('a git chart under Revision: a template change alone ships (a new chart ver
   const probe = h.commit({ 'charts/podinfo/templates/deployment.yaml': template('/healthz') }, 'chart: probe /healthz');
   // source-controller versions the chart <version>+<first 12 of the commit>; the Kustomization applied the HelmRelease fine
   const k = flux({ path: './apps/prod', attempted: probe, applied: probe, ready: 'True' });
-  const hr = helmRelease({ spec: specOf(gitRelease('Revision')), attempted: `6.5.4+${probe.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
+  const hr = helmRelease({ spec: specOf(gitHelmRelease('Revision')), attempted: `6.5.4+${probe.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
   const o = await everyBackend(t, h, PATHS, evidenceOf([k, hr], [K, HR]), setup(hr, k));
   t.falsy(o.refused, o.refused);
   t.deepEqual(o.located!.bad.map((c) => c.oid), [probe]);
@@ -368,8 +347,8 @@ spec:
 test('the HelmReleases and Kustomizations these tests build are valid against Flux\'s CRDs (as the API server checks them)', async (t) => {
   const sha = 'a'.repeat(40);
   for (const o of [
-    helmRelease({ spec: specOf(gitRelease('ChartVersion')), attempted: '6.5.5', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] }),
-    helmRelease({ spec: specOf(gitRelease('Revision')), attempted: `6.5.4+${sha.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${sha.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] }),
+    helmRelease({ spec: specOf(gitHelmRelease('ChartVersion')), attempted: '6.5.5', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] }),
+    helmRelease({ spec: specOf(gitHelmRelease('Revision')), attempted: `6.5.4+${sha.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${sha.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] }),
     helmRelease({ spec: specOf(repoRelease(2)), attempted: '6.5.4', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T09:00:00Z' }] }),
     flux({ path: './apps/prod', attempted: sha, applied: sha }),
   ]) t.deepEqual(await crdProblems(o), [], `${o.kind}`);

@@ -3,6 +3,7 @@ import jsYaml from 'js-yaml';
 import { lastgood } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
+import { repoHelmRelease } from './support/helm-manifests.ts';
 import { deployment, helmRelease, kustomization, yamlDocs } from './support/objects.ts';
 import { testRenderer } from './support/renderer.ts';
 
@@ -141,28 +142,7 @@ test('siblings stay untouched: another Kustomization\'s manifest in the same pat
 
 const HR = { apiVersion: 'helm.toolkit.fluxcd.io/v2', kind: 'HelmRelease', namespace: 'prod', name: 'podinfo' };
 const APPS = { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' };
-const release = (version: string, replicas = 2) => `apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  interval: 10m
-  chart:
-    spec:
-      chart: podinfo
-      version: ${version}
-      sourceRef:
-        kind: HelmRepository
-        name: podinfo
-        namespace: flux-system
-  upgrade:
-    remediation:
-      retries: 3
-      strategy: rollback
-  values:
-    replicaCount: ${replicas}
-`;
+const release = repoHelmRelease;
 
 /** The repository: clusters/prod applies the release; the Kustomization the target lists builds the app's config beside it. */
 function helmRepo(first: string): { h: History; applied: string } {

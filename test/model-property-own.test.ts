@@ -10,11 +10,11 @@ import type { KubeObject } from '../src/observe/types.ts';
 import { planRevert } from '../src/revert/threeway.ts';
 import { verifyPlan } from '../src/verify/model-check.ts';
 import { renderCheck } from '../src/verify/render-check.ts';
-import { addAndCommit, git, makeRepo, tempDir } from './support/git.ts';
+import { addAndCommit, makeRepo, withCheckout } from './support/git.ts';
 import { evidenceOf } from './support/history.ts';
 import { application, kustomization } from './support/objects.ts';
 import { testRenderer } from './support/renderer.ts';
-import { runSync, runSyncBuffer } from './support/spawner.ts';
+import { runSync } from './support/spawner.ts';
 
 /**
  * Issue 34's property, for engine objects kept in git: the Flux Kustomization declared in
@@ -184,24 +184,7 @@ test('engine objects kept in git (a Flux Kustomization with substituteFrom made 
             const rc = await renderCheck({ reader, renderer: r, models: v.models, files: plan.files, lastKnownGood: located.lastKnownGood, engineObject: object });
             if ('refused' in rc) reason = `render: ${rc.refused.split(':')[0]}`;
             else {
-              const render = (rev: string, change?: typeof plan.files) => {
-                const wt = path.join(tempDir('lastgood-prop-own-'), 'wt');
-                git(dir, 'worktree', 'add', '-q', '--detach', wt, rev);
-                try {
-                  for (const f of change ?? []) {
-                    const full = path.join(wt, f.path);
-                    if ('delete' in f) rmSync(full, { force: true });
-                    else {
-                      mkdirSync(path.dirname(full), { recursive: true });
-                      writeFileSync(full, 'content' in f ? f.content : runSyncBuffer('git', ['cat-file', 'blob', f.oid], { cwd: dir }));
-                    }
-                  }
-                  return oracle(engine, wt);
-                } finally {
-                  rmSync(wt, { recursive: true, force: true });
-                  git(dir, 'worktree', 'prune');
-                }
-              };
+              const render = (rev: string, change?: typeof plan.files) => withCheckout(dir, rev, change, (wt) => oracle(engine, wt));
               const [h, l, after] = [render(head), render(located.lastKnownGood), render(head, plan.files)];
               const changed = [...new Set([...h.keys(), ...after.keys()])].filter((p) => h.get(p) !== after.get(p));
               t.true(changed.length > 0, `${engine}: accepted a plan that changes nothing the engine renders (${ops.map((o) => o.kind).join(', ')})`);

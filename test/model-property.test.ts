@@ -11,8 +11,8 @@ import { planRevert } from '../src/revert/threeway.ts';
 import { verifyPlan } from '../src/verify/model-check.ts';
 import { renderCheck } from '../src/verify/render-check.ts';
 import { detectRenderer } from '../src/verify/render.ts';
-import { addAndCommit, git, makeRepo, tempDir } from './support/git.ts';
-import { runSync, runSyncBuffer } from './support/spawner.ts';
+import { addAndCommit, makeRepo, withCheckout } from './support/git.ts';
+import { runSync } from './support/spawner.ts';
 import { evidenceOf } from './support/history.ts';
 import { kustomization } from './support/objects.ts';
 
@@ -199,24 +199,7 @@ test('an accepted plan makes every field it changes in the rendered target equal
             if ('refused' in rc) reason = `render: ${rc.refused.split(':')[0]}`;
             else {
               // the independent oracle: checkouts of head, the last-known-good, and head with the plan written
-              const render = (rev: string, change?: typeof plan.files) => {
-                const wt = path.join(tempDir('lastgood-prop-wt-'), 'wt');
-                git(dir, 'worktree', 'add', '-q', '--detach', wt, rev);
-                try {
-                  for (const f of change ?? []) {
-                    const full = path.join(wt, f.path);
-                    if ('delete' in f) rmSync(full, { force: true });
-                    else {
-                      mkdirSync(path.dirname(full), { recursive: true });
-                      writeFileSync(full, 'content' in f ? f.content : runSyncBuffer('git', ['cat-file', 'blob', f.oid], { cwd: dir }));
-                    }
-                  }
-                  return flatten(renderCheckout(wt));
-                } finally {
-                  rmSync(wt, { recursive: true, force: true });
-                  git(dir, 'worktree', 'prune');
-                }
-              };
+              const render = (rev: string, change?: typeof plan.files) => withCheckout(dir, rev, change, (wt) => flatten(renderCheckout(wt)));
               const [h, l, after] = [render(head), render(located.lastKnownGood), render(head, plan.files)];
               const changed = [...new Set([...h.keys(), ...after.keys()])].filter((p) => h.get(p) !== after.get(p));
               t.true(changed.length > 0, `accepted a plan that changes nothing the engine renders (${ops.map((o) => o.kind).join(', ')})`);

@@ -2,6 +2,7 @@ import test from 'ava';
 import jsYaml from 'js-yaml';
 import { lastgood } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
+import { gitHelmRelease, repoHelmRelease } from './support/helm-manifests.ts';
 import { helmRelease, kustomization, yamlDocs } from './support/objects.ts';
 import { testRenderer } from './support/renderer.ts';
 
@@ -35,24 +36,6 @@ spec:
           image: ghcr.io/stefanprodan/podinfo:6.5.4
           readinessProbe: { httpGet: { path: ${probe}, port: 9898 } }
 `;
-const gitRelease = (strategy: string) => `apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: podinfo
-  namespace: prod
-spec:
-  interval: 10m
-  chart:
-    spec:
-      chart: ./charts/podinfo
-      reconcileStrategy: ${strategy}
-      sourceRef:
-        kind: GitRepository
-        name: flux-system
-        namespace: flux-system
-  values:
-    replicaCount: 2
-`;
 const specOf = (m: string) => (jsYaml.load(m) as { spec: Record<string, unknown> }).spec;
 
 function config(dir: string, repo: string, paths: string[]): string {
@@ -71,13 +54,13 @@ test('a git chart under reconcileStrategy Revision: a template change is reverte
   commit(repo, {
     'apps/prod/kustomization.yaml': kz(['podinfo']),
     'apps/prod/podinfo/kustomization.yaml': kz(['release.yaml']),
-    'apps/prod/podinfo/release.yaml': gitRelease('Revision'),
+    'apps/prod/podinfo/release.yaml': gitHelmRelease('Revision'),
     'charts/podinfo/Chart.yaml': chartYaml,
     'charts/podinfo/templates/deployment.yaml': template('/readyz'),
   }, 'initial');
   const applied = commit(repo, { 'README.md': 'x\n' }, 'docs');
   const probe = commit(repo, { 'charts/podinfo/templates/deployment.yaml': template('/healthz') }, 'chart: probe /healthz');
-  const hr = helmRelease({ spec: specOf(gitRelease('Revision')), attempted: `6.5.4+${probe.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
+  const hr = helmRelease({ spec: specOf(gitHelmRelease('Revision')), attempted: `6.5.4+${probe.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
   const dir = tempDir('lastgood-unseen-');
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(fluxApps('./apps/prod', probe), hr, gitRepository));
   const r = await lastgood(['run', ...NOW, '--config', config(dir, repo, ['apps/prod/podinfo/', 'charts/podinfo/']), '--snapshot', snapshot, '--json']);
@@ -90,7 +73,7 @@ test('a git chart under reconcileStrategy Revision: a template change is reverte
 
 test('a HelmRelease a parent applies from the target\'s paths: its chart bump is reverted, not rendered by kustomize and said so', async (t) => {
   if (!(await testRenderer(t))) return;
-  const release = (v: string) => gitRelease('ChartVersion').replace('chart: ./charts/podinfo', 'chart: podinfo').replace('reconcileStrategy: ChartVersion', `version: ${v}`).replace(/sourceRef:\n {8}kind: GitRepository\n {8}name: flux-system/, 'sourceRef:\n        kind: HelmRepository\n        name: podinfo');
+  const release = (v: string) => repoHelmRelease(v);
   const repo = makeRepo();
   commit(repo, {
     'clusters/prod/kustomization.yaml': kz(['../../apps/podinfo/release.yaml']),
@@ -121,16 +104,16 @@ test('the sibling: a change to a file the render does build, that renders the sa
   commit(repo, {
     'apps/prod/kustomization.yaml': kz(['podinfo']),
     'apps/prod/podinfo/kustomization.yaml': kz(['release.yaml']),
-    'apps/prod/podinfo/release.yaml': gitRelease('Revision'),
+    'apps/prod/podinfo/release.yaml': gitHelmRelease('Revision'),
     'charts/podinfo/Chart.yaml': chartYaml,
     'charts/podinfo/templates/deployment.yaml': template('/readyz'),
   }, 'initial');
   const applied = commit(repo, { 'README.md': 'x\n' }, 'docs');
-  const comment = commit(repo, { 'apps/prod/podinfo/release.yaml': `# owned by the podinfo team\n${gitRelease('Revision')}` }, 'release: owner comment');
+  const comment = commit(repo, { 'apps/prod/podinfo/release.yaml': `# owned by the podinfo team\n${gitHelmRelease('Revision')}` }, 'release: owner comment');
   // the chart did not change: helm-controller's release failed on something this repository did not change
   const k = kustomization({ attempted: `main@sha1:${comment}`, applied: `main@sha1:${applied}`, ready: 'False', message: "health check failed after 5m0s: timeout waiting for: [HelmRelease/prod/podinfo status: 'InProgress']" });
   k.spec = { ...k.spec, path: './apps/prod' };
-  const hr = helmRelease({ spec: specOf(gitRelease('Revision')), attempted: `6.5.4+${comment.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
+  const hr = helmRelease({ spec: specOf(gitHelmRelease('Revision')), attempted: `6.5.4+${comment.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
   const dir = tempDir('lastgood-unseen-');
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(k, hr, gitRepository));
   const before = fingerprint(repo);

@@ -5,10 +5,11 @@ import type { KubeObject, Observed } from '../observe/types.ts';
 import { findObserved, groupKind } from '../observe/types.ts';
 import { readChart } from './chart.ts';
 import { fluxGraph, imageTexts } from './flux.ts';
-import { KUSTOMIZATION_FILES, loadAllSafe, parseKustomization, type Graph } from './kustomize.ts';
+import { KUSTOMIZATION_FILES, loadAllSafe, type Graph } from './kustomize.ts';
 import { describeRef, registerRefiner } from './registry.ts';
 import { digestOf, type TargetScope } from './scope.ts';
 import { sourceIgnore } from './sourceignore.ts';
+import { dataOf, findMaker } from './makers.ts';
 import { findOwnManifest } from './own-manifest.ts';
 import { joinInside, type TreeView } from './tree.ts';
 import type { ModelInput, Setter, TargetModel } from './types.ts';
@@ -235,7 +236,7 @@ async function values(view: TreeView, hr: KubeObject, spec: Rec, release: string
     const objectName = str(ref.name);
     if ((kind !== 'ConfigMap' && kind !== 'Secret') || !objectName) continue;
     const key = str(ref.valuesKey) ?? 'values.yaml';
-    const maker = await findMaker(view, files, kind, objectName, namespace, key);
+    const maker = await valuesMaker(view, files, kind, objectName, namespace, key);
     const what = `${kind} ${namespace ? `${namespace}/` : ''}${objectName}`;
     if (!maker) {
       r.opaque.push(`values of ${name} come from ${what}${ref.optional === true ? ' (optional)' : ''}, generated outside what the target's engine reads`);
@@ -292,37 +293,14 @@ async function sourceManifest(view: TreeView, files: Map<string, string>, kind: 
   return undefined;
 }
 
-async function findMaker(view: TreeView, files: Map<string, string>, kind: 'ConfigMap' | 'Secret', name: string, namespace: string | undefined, key: string): Promise<Maker | undefined> {
-  const generatorField = kind === 'ConfigMap' ? 'configMapGenerator' : 'secretGenerator';
-  for (const [file, oid] of files) {
-    const base = path.basename(file);
-    if (KUSTOMIZATION_FILES.includes(base)) {
-      const parsed = await view.parse('kustomization', oid, parseKustomization);
-      if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) continue;
-      const doc = parsed as Rec;
-      const dir = path.dirname(file) === '.' ? '' : path.dirname(file);
-      for (const gen of Array.isArray(doc[generatorField]) ? (doc[generatorField] as unknown[]).filter(isRec) : []) {
-        const genNs = str(gen.namespace) ?? str(doc.namespace);
-        const made = `${str(doc.namePrefix) ?? ''}${String(gen.name ?? '')}${str(doc.nameSuffix) ?? ''}`;
-        if ((gen.name !== name && made !== name) || (genNs && namespace && genNs !== namespace)) continue;
-        return await generatorMaker(view, dir, file, gen, key);
-      }
-      continue;
-    }
-    if (!/\.(ya?ml|json)$/i.test(base)) continue;
-    for (const doc of await view.parse('yaml-all', oid, loadAllSafe)) {
-      if (!isRec(doc) || doc.kind !== kind) continue;
-      const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
-      if (meta.name !== name || (typeof meta.namespace === 'string' && namespace && meta.namespace !== namespace)) continue;
-      // a Secret's data is base64; stringData is written over it as plain text
-      const plain = isRec(doc.stringData) ? doc.stringData[key] : undefined;
-      const encoded = isRec(doc.data) ? doc.data[key] : undefined;
-      const text = typeof plain === 'string' ? plain : typeof encoded === 'string' ? (kind === 'Secret' ? Buffer.from(encoded, 'base64').toString('utf8') : encoded) : undefined;
-      const parsed = text !== undefined ? parseYaml(Buffer.from(text)) : undefined;
-      return { files: [{ path: file, oid, values: isRec(parsed) ? parsed : {}, ...(text !== undefined ? { text } : {}) }], describe: `${kind} manifest ${file}` };
-    }
-  }
-  return undefined;
+/** The values key of what makes the ConfigMap/Secret (makers.ts): a generator's files, or a manifest's data. */
+async function valuesMaker(view: TreeView, files: Map<string, string>, kind: 'ConfigMap' | 'Secret', name: string, namespace: string | undefined, key: string): Promise<Maker | undefined> {
+  const found = await findMaker(view, files, kind, name, namespace);
+  if (!found) return undefined;
+  if (found.kind === 'generator') return generatorMaker(view, found.dir, found.path, found.entry, key);
+  const text = dataOf(kind, found.doc).get(key);
+  const parsed = text !== undefined ? parseYaml(Buffer.from(text)) : undefined;
+  return { files: [{ path: found.path, oid: found.oid, values: isRec(parsed) ? parsed : {}, ...(text !== undefined ? { text } : {}) }], describe: `${kind} manifest ${found.path}` };
 }
 
 /** The files a generator entry makes the values key from: `files:` whose key is the valuesKey, else every file it reads. */

@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import { manifestFacts } from '../history/manifests.ts';
 import { envsubst } from './envsubst.ts';
-import { KUSTOMIZATION_FILES, loadAllSafe, parseKustomization } from './kustomize.ts';
+import { dataOf, findMaker } from './makers.ts';
 import { digestOf } from './scope.ts';
 import { joinInside, type TreeView } from './tree.ts';
 import type { ModelInput, Setter } from './types.ts';
@@ -100,36 +100,13 @@ export async function substitutedSetters(view: TreeView, files: Array<{ path: st
   return out;
 }
 
-/** The repository's maker of a ConfigMap/Secret: a kustomize generator entry, else a manifest. */
+/** The variables of what makes the ConfigMap/Secret in the repository (makers.ts): every key of a generator entry or a manifest. */
 async function findMade(view: TreeView, files: Map<string, string>, kind: 'ConfigMap' | 'Secret', name: string, namespace: string | undefined): Promise<Made | undefined> {
-  const generatorField = kind === 'ConfigMap' ? 'configMapGenerator' : 'secretGenerator';
-  for (const [file, oid] of files) {
-    const base = path.basename(file);
-    if (KUSTOMIZATION_FILES.includes(base)) {
-      const parsed = await view.parse('kustomization', oid, parseKustomization);
-      if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) continue;
-      const doc = parsed as Rec;
-      for (const gen of Array.isArray(doc[generatorField]) ? (doc[generatorField] as unknown[]).filter(isRec) : []) {
-        const genNs = str(gen.namespace) ?? str(doc.namespace);
-        const made = `${str(doc.namePrefix) ?? ''}${String(gen.name ?? '')}${str(doc.nameSuffix) ?? ''}`;
-        if ((gen.name !== name && made !== name) || (genNs && namespace && genNs !== namespace)) continue;
-        return generated(view, path.dirname(file) === '.' ? '' : path.dirname(file), file, gen);
-      }
-      continue;
-    }
-    if (!/\.(ya?ml|json)$/i.test(base)) continue;
-    for (const doc of await view.parse('yaml-all', oid, loadAllSafe)) {
-      if (!isRec(doc) || doc.kind !== kind) continue;
-      const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
-      if (meta.name !== name || (typeof meta.namespace === 'string' && namespace && meta.namespace !== namespace)) continue;
-      const vars = new Map<string, string>();
-      // a Secret's data is base64; stringData is written over it as plain text
-      if (isRec(doc.data)) for (const [k, v] of Object.entries(doc.data)) if (typeof v === 'string') vars.set(k, clean(kind === 'Secret' ? Buffer.from(v, 'base64').toString('utf8') : v));
-      if (isRec(doc.stringData)) for (const [k, v] of Object.entries(doc.stringData)) if (typeof v === 'string') vars.set(k, clean(v));
-      return { vars, inputs: [{ path: file, digest: digestOf({ data: doc.data ?? null, stringData: doc.stringData ?? null }), role: 'substitute' }] };
-    }
-  }
-  return undefined;
+  const found = await findMaker(view, files, kind, name, namespace);
+  if (!found) return undefined;
+  if (found.kind === 'generator') return generated(view, found.dir, found.path, found.entry);
+  const vars = new Map([...dataOf(kind, found.doc)].map(([k, v]) => [k, clean(v)]));
+  return { vars, inputs: [{ path: found.path, digest: digestOf({ data: found.doc.data ?? null, stringData: found.doc.stringData ?? null }), role: 'substitute' }] };
 }
 
 /** Newlines are removed from a variable's value (kustomize_varsub.go). */

@@ -2,7 +2,8 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readdirSync, readFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { runSync } from './spawner.ts';
+import type { FileChange } from '../../src/repo/types.ts';
+import { runSync, runSyncBuffer } from './spawner.ts';
 
 /** Real git repositories for tests, made with the real `git` in temp dirs. */
 
@@ -100,4 +101,27 @@ export function writeFile(dir: string, file: string, content: string): string {
   mkdirSync(path.dirname(full), { recursive: true });
   writeFileSync(full, content);
   return full;
+}
+
+/**
+ * `fn` run on a throwaway worktree of `rev` in `dir`, with planned file changes written on it (a
+ * revert's plan, as it would land), removed afterwards: the property tests' independent oracle.
+ */
+export function withCheckout<T>(dir: string, rev: string, change: readonly FileChange[] | undefined, fn: (worktree: string) => T): T {
+  const wt = path.join(tempDir('lastgood-checkout-'), 'wt');
+  git(dir, 'worktree', 'add', '-q', '--detach', wt, rev);
+  try {
+    for (const f of change ?? []) {
+      const full = path.join(wt, f.path);
+      if ('delete' in f) rmSync(full, { force: true });
+      else {
+        mkdirSync(path.dirname(full), { recursive: true });
+        writeFileSync(full, 'content' in f ? f.content : runSyncBuffer('git', ['cat-file', 'blob', f.oid], { cwd: dir }));
+      }
+    }
+    return fn(wt);
+  } finally {
+    rmSync(wt, { recursive: true, force: true });
+    git(dir, 'worktree', 'prune');
+  }
 }
