@@ -270,3 +270,52 @@ test('an Argo CD Application kept in git and applied by an app of apps: the comm
   const o2 = await everyBackend(t, h, ['apps/podinfo/prod/'], evidenceOf([app, d], [ARGO_APP, DEPLOY]), { resources: [ARGO_APP, DEPLOY], objects: [app] });
   t.regex(o2.refused!, /is set by Application argocd\/podinfo-prod spec\.source\.kustomize\.images, a field of a cluster object that no revert of the repository changes|set by Application argocd\/podinfo-prod spec\.source\.kustomize\.images, a field of the cluster object/);
 });
+
+const appSet = (image: string) => `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: podinfo
+  namespace: argocd
+spec:
+  generators:
+    - list:
+        elements:
+          - env: prod
+  template:
+    metadata:
+      name: 'podinfo-{{env}}'
+    spec:
+      project: default
+      source:
+        repoURL: https://github.com/acme/gitops.git
+        targetRevision: main
+        path: 'apps/podinfo/{{env}}'
+        kustomize:
+          images:
+            - ${image}
+      destination:
+        server: https://kubernetes.default.svc
+        namespace: '{{env}}'
+`;
+
+test('an Argo CD Application an ApplicationSet in git generates: the commit that changed the template\'s kustomize.images is bad and reverted (templated fields keep the cluster\'s rendered values)', async (t) => {
+  const h = new History();
+  h.commit({
+    'apps/podinfo/appset.yaml': appSet(`${IMAGE}:6.9.3`),
+    'apps/podinfo/prod/kustomization.yaml': kz(['deployment.yaml']),
+    'apps/podinfo/prod/deployment.yaml': deploymentYaml(`${IMAGE}:6.9.0`),
+  }, 'initial');
+  const applied = h.commit({ 'README.md': 'gitops\n' }, 'docs');
+  const bump = h.commit({ 'apps/podinfo/appset.yaml': appSet(`${IMAGE}:7.0.0`) }, 'podinfo 7.0.0 in the template');
+  const { application } = await import('./support/objects.ts');
+  const app = application({ name: 'podinfo-prod', source: { repoURL: 'https://github.com/acme/gitops.git', targetRevision: 'main', path: 'apps/podinfo/prod', kustomize: { images: [`${IMAGE}:7.0.0`] } }, history: [applied, bump], images: [`${IMAGE}:7.0.0`] });
+  (app.metadata as Record<string, unknown>).ownerReferences = [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'podinfo', uid: '3f1c9a52-0d4e-4c5b-9a1e-6f2b7c8d9e0a', controller: true, blockOwnerDeletion: true }];
+  const d = deployment({ image: `${IMAGE}:7.0.0`, state: 'deadline' });
+  const o = await everyBackend(t, h, PATHS, evidenceOf([app, d], [ARGO_APP, DEPLOY]), { resources: [ARGO_APP, DEPLOY], objects: [app] });
+  t.falsy(o.refused, o.refused);
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bump]);
+  t.is(o.located!.lastKnownGood, applied);
+  t.is(o.after!.get('apps/podinfo/appset.yaml')!.toString(), appSet(`${IMAGE}:6.9.3`));
+  t.deepEqual(o.verification!.models.after.setters.filter((s) => s.what === 'image').map((s) => [s.where, s.image!.tag]).sort(), [['apps/podinfo/appset.yaml', '6.9.3'], ['apps/podinfo/prod/deployment.yaml', '6.9.0']]);
+  t.regex(o.verification!.models.head.describe, /path apps\/podinfo\/prod/, 'the templated path is the cluster\'s rendered one');
+});

@@ -211,8 +211,37 @@ async function ownApplication(view: TreeView, app: KubeObject, scope: TargetScop
     prefer: (spec) => sourcePaths(spec) === sourcePaths(cluster),
   }, scope.paths);
   if (found.ambiguous) return { spec: cluster, note: `${describeRef(app)} is declared by ${found.ambiguous.length} files in the target's paths (${found.ambiguous.slice(0, 3).join(', ')}): its spec is taken as the cluster reports it` };
-  if (!found.found || (!isRec(found.found.spec.source) && !Array.isArray(found.found.spec.sources))) return { spec: cluster };
-  return { spec: found.found.spec, manifest: { path: found.found.path, digest: digestOf(found.found.spec) } };
+  if (found.found && (isRec(found.found.spec.source) || Array.isArray(found.found.spec.sources))) return { spec: found.found.spec, manifest: { path: found.found.path, digest: digestOf(found.found.spec) } };
+  return (await fromApplicationSet(view, app, scope, cluster)) ?? { spec: cluster };
+}
+
+/**
+ * An Application an ApplicationSet generates (its ownerReference names it): where the target's
+ * paths hold the ApplicationSet, its `spec.template.spec` is the Application's spec at that
+ * revision, field by field. A field whose text holds a `{{…}}` of the generators' parameters keeps
+ * the cluster's value (the rendered one), as a `${var}` of Flux's substitution does; a field the
+ * template leaves out is not the Application's.
+ */
+async function fromApplicationSet(view: TreeView, app: KubeObject, scope: TargetScope, cluster: Rec): Promise<{ spec: Rec; manifest: { path: string; digest: string } } | undefined> {
+  const owners = Array.isArray(app.metadata.ownerReferences) ? app.metadata.ownerReferences.filter(isRec) : [];
+  const owner = owners.find((o) => o.kind === 'ApplicationSet' && typeof o.name === 'string');
+  if (!owner) return undefined;
+  const found = await findOwnManifest(view, { group: 'argoproj.io', kind: 'ApplicationSet', name: String(owner.name), ...(app.metadata.namespace ? { namespace: app.metadata.namespace } : {}) }, scope.paths);
+  const template: Rec | undefined = found.found && isRec(found.found.spec.template) ? found.found.spec.template : undefined;
+  if (!found.found || !template || !isRec(template.spec)) return undefined;
+  const merged = fromTemplate(template.spec, cluster);
+  if (!isRec(merged) || (!isRec(merged.source) && !Array.isArray(merged.sources))) return undefined;
+  return { spec: merged, manifest: { path: found.found.path, digest: digestOf(template) } };
+}
+
+/** A template's value where it is literal, the cluster's where it holds a `{{…}}` parameter (objects: key by key). */
+function fromTemplate(template: unknown, cluster: unknown): unknown {
+  if (isRec(template)) {
+    const out: Rec = {};
+    for (const [k, v] of Object.entries(template)) out[k] = fromTemplate(v, isRec(cluster) ? cluster[k] : undefined);
+    return out;
+  }
+  return JSON.stringify(template ?? null).includes('{{') ? cluster : template;
 }
 
 /** argocd-cm `kustomize.buildOptions`, when the ConfigMap was observed (a flag such as `--load-restrictor LoadRestrictionsNone`). */
