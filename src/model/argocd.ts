@@ -231,7 +231,8 @@ async function fromApplicationSet(view: TreeView, app: KubeObject, scope: Target
   if (!found.found || !template || !isRec(template.spec)) return undefined;
   const merged = fromTemplate(template.spec, cluster);
   if (!isRec(merged) || (!isRec(merged.source) && !Array.isArray(merged.sources))) return undefined;
-  return { spec: merged, manifest: { path: found.found.path, digest: digestOf(template) } };
+  // the generators too: a parameter they give the template changes what is generated
+  return { spec: merged, manifest: { path: found.found.path, digest: digestOf(found.found.spec) } };
 }
 
 /** A template's value where it is literal, the cluster's where it holds a `{{…}}` parameter (objects: key by key). */
