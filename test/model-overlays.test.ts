@@ -67,3 +67,19 @@ test('the sibling: where no overlay\'s build makes the failing object, the whole
   t.deepEqual(o.located?.bad.map((c) => c.oid), [bump], 'the paths model, as before: the only commit that brought the image');
   t.notRegex(o.verification?.models.head.describe ?? '', /builds Deployment/);
 });
+
+test('a range that changed only the staging overlay, the prod Deployment failing: refused, saying the staging file is not read by the build of the target\'s objects (not "nothing in the repository changed")', async (t) => {
+  const { kustomization } = await import('./support/objects.ts');
+  const h = repo();
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const staging = h.commit({ 'apps/podinfo/overlays/staging/kustomization.yaml': overlay('staging', '6.5.4') }, 'staging: podinfo 6.5.4');
+  // the Kustomization as an event carries it: a range, no spec (so the model is the paths')
+  const k = kustomization({ attempted: `main@sha1:${staging}`, applied: `main@sha1:${applied}`, ready: 'False' });
+  delete (k as { spec?: unknown }).spec;
+  const K = { apiVersion: 'kustomize.toolkit.fluxcd.io/v1', kind: 'Kustomization', namespace: 'flux-system', name: 'apps' };
+  const d = deployment({ image: `${IMAGE}:6.5.3`, state: 'deadline' });
+  const o = await everyBackend(t, h, ['apps/podinfo/'], evidenceOf([k, d], [K, D]), { resources: [K, D], objects: [k, d] });
+  t.regex(o.refused!, /but between them nothing that the build of the target's objects reads for this target changed: apps\/podinfo\/overlays\/staging\/kustomization\.yaml changed in the target's paths, but the build does not read it \(.*the kustomization apps\/podinfo\/overlays\/prod builds Deployment prod\/podinfo/);
+  t.falsy(o.located);
+  t.deepEqual(h.git('diff', '--name-only', applied, staging).split('\n'), ['apps/podinfo/overlays/staging/kustomization.yaml'], 'the condition: only the staging overlay changed');
+});

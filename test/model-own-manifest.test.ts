@@ -319,3 +319,22 @@ test('an Argo CD Application an ApplicationSet in git generates: the commit that
   t.deepEqual(o.verification!.models.after.setters.filter((s) => s.what === 'image').map((s) => [s.where, s.image!.tag]).sort(), [['apps/podinfo/appset.yaml', '6.9.3'], ['apps/podinfo/prod/deployment.yaml', '6.9.0']]);
   t.regex(o.verification!.models.head.describe, /path apps\/podinfo\/prod/, 'the templated path is the cluster\'s rendered one');
 });
+
+test('a HelmRelease with a values-only patch of it beside (a later commit): the chart bump is still reverted; the patch is neither its manifest nor a chart pin', async (t) => {
+  const h = new History();
+  const kzWith = (patches: string[]) => `${kz(['release.yaml'])}${patches.length ? `patches:\n${patches.map((p) => `  - path: ${p}`).join('\n')}\n` : ''}`;
+  h.commit({ 'clusters/prod/kustomization.yaml': kz(['../../apps/podinfo']), 'apps/podinfo/kustomization.yaml': kzWith([]), 'apps/podinfo/release.yaml': release('6.5.3') }, 'podinfo 6.5.3');
+  const applied = h.commit({ 'README.md': 'gitops\n' }, 'docs');
+  const bump = h.commit({ 'apps/podinfo/release.yaml': release('6.5.4') }, 'podinfo chart 6.5.4');
+  const logs = h.commit({ 'apps/podinfo/kustomization.yaml': kzWith(['logs.yaml']), 'apps/podinfo/logs.yaml': 'apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: prod\nspec:\n  values:\n    logLevel: debug\n' }, 'podinfo: debug logs');
+  const k = kustomization({ attempted: `main@sha1:${bump}`, applied: `main@sha1:${applied}`, ready: 'False' });
+  k.spec = { ...k.spec, path: './clusters/prod' };
+  const hr = helmRelease({ spec: specOf(release('6.5.4')), attempted: '6.5.4', history: [{ chartVersion: '6.5.4', lastDeployed: '2026-11-01T12:00:00Z', status: 'failed' }, { chartVersion: '6.5.3', lastDeployed: '2026-11-01T09:00:00Z', status: 'deployed' }] });
+  const o = await everyBackend(t, h, PATHS, evidenceOf([k, hr], [APPS, HR]), { resources: [APPS, HR], objects: [k, hr, gitRepository] });
+  t.falsy(o.refused, o.refused);
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bump]);
+  t.is(o.after!.get('apps/podinfo/release.yaml')!.toString(), release('6.5.3'));
+  t.is(o.after!.get('apps/podinfo/logs.yaml')!.toString().includes('logLevel: debug'), true, 'the later patch is kept');
+  t.deepEqual(o.verification!.models.after.setters.filter((s) => s.what === 'chart').map((s) => [s.where, s.chart!.version]), [['apps/podinfo/release.yaml', '6.5.3']]);
+  t.not(logs, bump);
+});

@@ -530,8 +530,10 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
   const net = await history.changed(theirs, range.attempted);
   if (net.length === 0) {
     const inside = await changedFiles(reader, theirs, range.attempted, paths);
-    if (inside.length > 0 && !ctx.pathsOnly) {
-      // files of the target's paths changed, but none that the engine reads: say which and why
+    if (inside.length > 0) {
+      // files of the target's paths changed, but none that the engine reads: say which and why (the
+      // paths model reads every file of the paths, unless it narrowed to the overlay that builds the
+      // target's objects: model/overlays.ts)
       const model = await history.at(range.attempted);
       const deferred = new Map((await history.changed(theirs, range.attempted, { raw: true })).filter((d) => d.shipsWith).map((d) => [d.path, d.shipsWith!]));
       const why = inside.slice(0, 5).map((d) => {
@@ -542,7 +544,7 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
         return `${d.path} changed in the target's paths, but the build does not read it`;
       });
       throw new RevertImpossible(
-        `${describeRange(range)}, but between them nothing that ${ctx.engine} reads for this target changed: ${why.join('; ')}${inside.length > 5 ? '; …' : ''}; a revert would change nothing the cluster runs`,
+        `${describeRange(range)}, but between them nothing that ${ctx.pathsOnly ? 'the build of the target\'s objects' : ctx.engine} reads for this target changed: ${why.join('; ')}${inside.length > 5 ? '; …' : ''}${ctx.pathsOnly ? ` (${model.describe})` : ''}; a revert would change nothing the cluster runs`,
         ['the failure does not come from this repository\'s change to the target; a person must look'],
       );
     }
@@ -580,11 +582,16 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
     }
   }
   const cancelled = new Set<number>();
-  deltas.forEach((d, i) => {
-    if (cancelled.has(i)) return;
-    const j = deltas.findIndex((e, k) => k !== i && !cancelled.has(k) && e.path === d.path && e.before === d.after && e.after === d.before);
-    if (j >= 0) cancelled.add(i).add(j);
-  });
+  // a change and its exact undo cancel within one unit first (a branch that set a value and set it
+  // back), and only then across units: else a mainline commit pairs with a merged branch's undo and
+  // the branch's own change is left to a merge that did not bring it
+  for (const sameUnit of [true, false]) {
+    deltas.forEach((d, i) => {
+      if (cancelled.has(i)) return;
+      const j = deltas.findIndex((e, k) => k !== i && !cancelled.has(k) && (!sameUnit || e.head === d.head) && e.path === d.path && e.before === d.after && e.after === d.before);
+      if (j >= 0) cancelled.add(i).add(j);
+    });
+  }
   const netPaths = new Set(net.map((d) => d.path));
   const byPath = new Map<string, Set<string>>();
   deltas.forEach((d, i) => {

@@ -209,6 +209,7 @@ async function ownApplication(view: TreeView, app: KubeObject, scope: TargetScop
     group: 'argoproj.io', kind: 'Application', name: app.metadata.name, ...(app.metadata.namespace ? { namespace: app.metadata.namespace } : {}),
     // one file per cluster folder: the one that builds the same paths as the cluster object
     prefer: (spec) => sourcePaths(spec) === sourcePaths(cluster),
+    declares: (spec) => isRec(spec.source) || Array.isArray(spec.sources),
   }, scope.paths);
   if (found.ambiguous) return { spec: cluster, note: `${describeRef(app)} is declared by ${found.ambiguous.length} files in the target's paths (${found.ambiguous.slice(0, 3).join(', ')}): its spec is taken as the cluster reports it` };
   if (found.found && (isRec(found.found.spec.source) || Array.isArray(found.found.spec.sources))) return { spec: found.found.spec, manifest: { path: found.found.path, digest: digestOf(found.found.spec) } };

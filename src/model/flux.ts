@@ -315,6 +315,8 @@ async function ownSpec(view: TreeView, k: KubeObject, scope: TargetScope): Promi
     group: 'kustomize.toolkit.fluxcd.io', kind: 'Kustomization', name: k.metadata.name, ...(k.metadata.namespace ? { namespace: k.metadata.namespace } : {}),
     // one file per cluster folder: the one that builds the same folder as the cluster object
     prefer: (s) => s.path === cluster.path,
+    // a patch of some of its fields is not its manifest: the manifest names its source
+    declares: (s) => isRec(s.sourceRef),
   }, scope.paths);
   if (found.ambiguous) return { spec: cluster, regions: [], note: `${describeRef(k)} is declared by ${found.ambiguous.length} files in the target's paths (${found.ambiguous.slice(0, 3).join(', ')}): its spec is taken as the cluster reports it` };
   if (!found.found) return { spec: cluster, regions: [] };

@@ -86,7 +86,11 @@ registerRefiner({
     const r: Refined = { inputs: new Map(base.inputs), setters: [...base.setters], opaque: [...base.opaque], missing: [...base.missing], regions: new Set(base.regions) };
     // its manifest among the files the engine reads for the target, else in the target's paths (applied by a parent)
     const name = describeRef(hr);
-    const search = await findOwnManifest(view, { group: 'helm.toolkit.fluxcd.io', kind: 'HelmRelease', name: hr.metadata.name, ...(hr.metadata.namespace ? { namespace: hr.metadata.namespace } : {}) }, scope.paths, [...base.inputs.values()].filter((i) => i.role !== 'kustomization').map((i) => i.path));
+    const search = await findOwnManifest(view, {
+      group: 'helm.toolkit.fluxcd.io', kind: 'HelmRelease', name: hr.metadata.name, ...(hr.metadata.namespace ? { namespace: hr.metadata.namespace } : {}),
+      // a patch of some of its fields (values only, as a kustomize patch file) is not its manifest
+      declares: (spec) => isRec(spec.chart) || isRec(spec.chartRef),
+    }, scope.paths, [...base.inputs.values()].filter((i) => i.role !== 'kustomization').map((i) => i.path));
     const manifest = search.found;
     const spec: Rec = manifest?.spec ?? (isRec(hr.spec) ? hr.spec : {});
     const namespace = manifest?.namespace ?? hr.metadata.namespace;

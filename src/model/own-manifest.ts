@@ -30,6 +30,8 @@ export interface EngineObjectRef {
   namespace?: string;
   /** where several files declare it (one per cluster folder): the one whose spec this says is the object's */
   prefer?: (spec: Rec) => boolean;
+  /** whether a document declares the object, rather than patches some of its fields (a values-only HelmRelease patch) */
+  declares?: (spec: Rec) => boolean;
 }
 
 /** Files looked at for a manifest, per search (beyond: not searched, and the caller says so). */
@@ -68,6 +70,7 @@ export async function findOwnManifest(view: TreeView, object: EngineObjectRef, d
       if (meta.name !== object.name) continue;
       // a manifest without a namespace takes its parent's (a kustomization's `namespace:`, Flux's targetNamespace)
       if (typeof meta.namespace === 'string' && object.namespace && meta.namespace !== object.namespace) continue;
+      if (object.declares && !object.declares(isRec(doc.spec) ? doc.spec : {})) continue;
       matches.push({ path: file, spec: isRec(doc.spec) ? doc.spec : {}, ...(typeof meta.namespace === 'string' ? { namespace: meta.namespace } : {}), first: searchingFirst });
     }
   };

@@ -199,7 +199,8 @@ export async function settersOf(view: TreeView, files: GraphFile[], inline: Scop
     for (const image of facts.images) out.push({ what: 'image', where, inRepo: true, image });
     for (const c of facts.charts) {
       const release = `${c.namespace ? `${c.namespace}/` : ''}${c.name}`;
-      out.push({ what: 'chart', where, inRepo: true, chart: { release, ...(c.chart ? { name: c.chart } : {}), ...(c.version ? { version: c.version } : {}) } });
+      // a values-only patch of a HelmRelease pins no chart
+      if (c.chart || c.version) out.push({ what: 'chart', where, inRepo: true, chart: { release, ...(c.chart ? { name: c.chart } : {}), ...(c.version ? { version: c.version } : {}) } });
       if (c.values !== undefined) out.push({ what: 'values', where, inRepo: true, values: { release, digest: digestOf(c.values) } });
     }
   };

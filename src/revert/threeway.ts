@@ -165,6 +165,20 @@ export async function planRevert(reader: RepoReader, opts: RevertInput): Promise
     }
   }
 
+  // a file the revert creates where the head holds something the plan did not list (a range's plan
+  // lists only the files the bad commits changed): a blob at the head where it needs a folder, or a
+  // folder where it writes a file. Writing it would replace what a later commit made.
+  for (const path of view.keys()) {
+    if (start.has(path)) continue;
+    if ((await reader.pathOid(opts.head, path)) !== undefined) throw new RevertImpossible(`revert conflicts in ${path}: it would be both a file and a folder (a folder at the head)`, [`${path}: file/folder conflict`]);
+    const parts = path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const prefix = parts.slice(0, i).join('/');
+      if ((await reader.pathOid(opts.head, prefix)) === undefined) break;
+      if ((await reader.listFiles(opts.head, [prefix])).has(prefix)) throw new RevertImpossible(`revert conflicts in ${prefix}: it would be both a file and a folder (a file at the head)`, [`${prefix}: file/folder conflict`]);
+    }
+  }
+
   const files: FileChange[] = [];
   for (const path of [...new Set([...start.keys(), ...view.keys()])].sort()) {
     const before = start.get(path);
