@@ -188,6 +188,17 @@ test('locate: no object reports a revision and none names an image: "no object o
   t.true(evidence.every((e) => !(e.attempted?.images?.length) && !(e.failingImages?.length)));
 });
 
+test('locate: no object reports a revision and the failing image has no tag: the refusal says the image names no version (not that no workload names an image)', async (t) => {
+  const { h } = shopRepo();
+  const d = deployment({ name: 'shop', image: IMAGE, state: 'deadline' });
+  const evidence = evidenceOf([d]);
+  const o = await locateAndPlan(local(h), [APP], evidence);
+  t.regex(o.refused!, /^cannot tell which commit is bad: no object of the target reports a git revision, and no failing workload names an image with a tag or digest \(ghcr\.io\/acme\/shop: no version a commit could have set\)/);
+  t.falsy(o.located);
+  // the condition: the failing workload names an image, without a tag or digest
+  t.deepEqual(evidence.flatMap((e) => e.attempted?.images ?? []), [IMAGE]);
+});
+
 test('locate: no object reports a revision and the failing image is set by nothing the engine reads: "no object of the target reports a git revision", naming the image', async (t) => {
   const { h } = shopRepo();
   h.commit({ [`${APP}deploy.yaml`]: deploy('1.1.0') }, 'shop 1.1.0');

@@ -159,8 +159,10 @@ export async function locate(input: LocateInput): Promise<Located> {
   if (findings.length > 0) {
     throw new RevertImpossible(`cannot tell which commit is bad: no object of the target reports a git revision, and ${details.join('; ')}`);
   }
+  // an image without a tag or digest ("latest" by default) names no version a commit could have set
+  const untagged = failing.flatMap((e) => e.failingImages?.length ? e.failingImages : (e.attempted?.images ?? []));
   throw new RevertImpossible(
-    'cannot tell which commit is bad: no object of the target reports a git revision, and no failing workload names an image',
+    `cannot tell which commit is bad: no object of the target reports a git revision, and no failing workload names ${untagged.length ? `an image with a tag or digest (${untagged.slice(0, 3).join(', ')}: no version a commit could have set)` : 'an image'}`,
     ['add the Flux Kustomization / Argo CD Application that applies the target, or the failing Deployment, to the target\'s resources'],
   );
 }
