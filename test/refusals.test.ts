@@ -175,6 +175,22 @@ test('locate: applied = attempted and no failing object names what fails: "canno
   t.false(gitSays(h, 'grep', '-q', `${IMAGE}:9.9.9`, synced), 'the image 9.9.9 is in no file at the failing revision');
 });
 
+test('locate: applied = attempted and the failing image was set beyond the search limit: the refusal says so (not that nothing names what fails)', async (t) => {
+  const { h } = shopRepo();
+  const bump = h.commit({ [`${APP}deploy.yaml`]: deploy('1.1.0') }, 'shop 1.1.0');
+  for (let i = 0; i < 4; i++) h.commit({ [`${APP}notes-${i}.md`]: `${i}\n` }, `notes ${i}`);
+  const head = h.git('rev-parse', 'main');
+  const k = flux({ attempted: head, applied: head, ready: 'True', path: './apps/shop' });
+  const d = failingShop('1.1.0');
+  const reader = local(h);
+  const model = modelTarget({ reader, target: { name: 'shop', paths: [APP], resources: [K, D] }, observed: [k, d].map((o) => ({ object: o as unknown as KubeObject, source: 'test' })) });
+  const error = await t.throwsAsync(locate({ reader, branch: 'main', head, paths: [APP], evidence: evidenceOf([k, d], [K, D]), model, searchLimit: 2 }));
+  t.true(error instanceof RevertImpossible);
+  t.regex(error!.message, /^cannot tell which commit is bad: .*, and what the failing object names was set more than 2 commits back \(the search stops there\)$/);
+  // the condition: the commit that set the image lies more than 2 commits behind the head
+  t.is(Number(h.git('rev-list', '--count', `${bump}..${head}`)), 4);
+});
+
 test('locate: no object reports a revision and none names an image: "no object of the target reports a git revision, and no failing workload names an image"', async (t) => {
   const { h } = shopRepo();
   const c = canary({ name: 'shop', phase: 'Failed' });

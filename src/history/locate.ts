@@ -143,8 +143,12 @@ export async function locate(input: LocateInput): Promise<Located> {
 
   const details = findings.map(describeFinding).filter((s): s is string => Boolean(s));
   if (range.state === 'empty') {
+    // what fails is set in what the engine reads, but by a commit beyond the search: say that, not that nothing names it
+    const older = findings.find((f): f is Finding & { result: { older: number } } => 'older' in f.result);
     throw new RevertImpossible(
-      `cannot tell which commit is bad: ${rangeNote}, and no failing object names what fails in what the engine reads for the target (a new image or chart version)`,
+      older
+        ? `cannot tell which commit is bad: ${rangeNote}, and what the failing object names was set more than ${older.result.older} commits back (the search stops there)`
+        : `cannot tell which commit is bad: ${rangeNote}, and no failing object names what fails in what the engine reads for the target (a new image or chart version)`,
       [...details, failing.some((e) => e.groupKind === HELMRELEASE || (e.attempted?.images?.length ?? 0) > 0) ? 'name the commit: lastgood revert --bad SHA' : 'add the failing workload (Deployment, Rollout, Pod) or HelmRelease to the target\'s resources, or name the commit: lastgood revert --bad SHA'],
     );
   }
