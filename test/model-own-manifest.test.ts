@@ -338,3 +338,54 @@ test('a HelmRelease with a values-only patch of it beside (a later commit): the 
   t.deepEqual(o.verification!.models.after.setters.filter((s) => s.what === 'chart').map((s) => [s.where, s.chart!.version]), [['apps/podinfo/release.yaml', '6.5.3']]);
   t.not(logs, bump);
 });
+
+/** The Application kept in git: a chart of this repository, its image tag as a Helm parameter and values in its spec. */
+const helmApp = (o: { tag: string; replicas?: number; path?: string }) => `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: podinfo-prod
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://github.com/acme/gitops.git
+    targetRevision: main
+    path: ${o.path ?? 'charts/podinfo'}
+    helm:
+      releaseName: podinfo
+      parameters:
+        - name: image.tag
+          value: "${o.tag}"
+      valuesObject:
+        replicaCount: ${o.replicas ?? 2}
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: prod
+`;
+const chartFiles = (dir: string) => ({
+  [`${dir}/Chart.yaml`]: 'apiVersion: v2\nname: podinfo\nversion: 6.5.0\n',
+  [`${dir}/values.yaml`]: `replicaCount: 1\nimage:\n  repository: ${IMAGE}\n  tag: 6.5.0\n`,
+  [`${dir}/templates/deployment.yaml`]: 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: {{ .Values.replicaCount }}\n  template:\n    spec:\n      containers:\n        - name: podinfo\n          image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"\n',
+});
+
+for (const [what, before, after] of [
+  ['helm.parameters (the image tag)', { tag: '6.9.3' }, { tag: '7.0.0' }],
+  ['helm.valuesObject and helm.parameters together', { tag: '6.9.3', replicas: 2 }, { tag: '7.0.0', replicas: 4 }],
+  ['path (a new chart folder) and helm.parameters', { tag: '6.9.3' }, { tag: '7.0.0', path: 'charts/podinfo-v2' }],
+] as const) {
+  test(`an Argo CD Application kept in git with a Helm source: a commit that changed its ${what} is bad and reverted`, async (t) => {
+    const h = new History();
+    h.commit({ 'apps/podinfo/app.yaml': helmApp(before), ...chartFiles('charts/podinfo'), ...chartFiles('charts/podinfo-v2') }, 'initial');
+    const applied = h.commit({ 'README.md': 'gitops\n' }, 'docs');
+    const bump = h.commit({ 'apps/podinfo/app.yaml': helmApp(after) }, `podinfo: ${what}`);
+    const { application } = await import('./support/objects.ts');
+    const app = application({ source: (specOf(helmApp(after)) as { source: Record<string, unknown> }).source, history: [applied, bump], images: [`${IMAGE}:7.0.0`] });
+    const d = deployment({ image: `${IMAGE}:7.0.0`, state: 'deadline' });
+    const o = await everyBackend(t, h, ['apps/podinfo/'], evidenceOf([app, d], [ARGO_APP, DEPLOY]), { resources: [ARGO_APP, DEPLOY], objects: [app] });
+    t.falsy(o.refused, o.refused);
+    t.deepEqual(o.located!.bad.map((c) => c.oid), [bump]);
+    t.is(o.located!.lastKnownGood, applied);
+    t.is(o.after!.get('apps/podinfo/app.yaml')!.toString(), helmApp(before));
+    t.deepEqual(o.verification!.models.after.setters.filter((s) => s.what === 'image').map((s) => [s.where, s.inRepo, s.image!.tag]), [['apps/podinfo/app.yaml', true, '6.9.3']]);
+  });
+}
