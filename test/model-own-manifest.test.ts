@@ -389,3 +389,30 @@ for (const [what, before, after] of [
     t.deepEqual(o.verification!.models.after.setters.filter((s) => s.what === 'image').map((s) => [s.where, s.inRepo, s.image!.tag]), [['apps/podinfo/app.yaml', true, '6.9.3']]);
   });
 }
+
+test('another cluster\'s copy of the Kustomization in the target\'s paths is not taken for it: the parent that applies it (observed) does not read that file', async (t) => {
+  const h = new History();
+  const clusterKs = (env: string, tag: string) => ks({ path: `./apps/podinfo/${env}`, tag });
+  h.commit({
+    'clusters/prod/kustomization.yaml': kz(['podinfo.yaml']),
+    'clusters/prod/podinfo.yaml': clusterKs('prod', '6.5.3'),
+    'clusters/staging/kustomization.yaml': kz(['podinfo.yaml']),
+    'clusters/staging/podinfo.yaml': clusterKs('staging', '6.5.3'),
+    'apps/podinfo/prod/kustomization.yaml': kz(['deployment.yaml']),
+    'apps/podinfo/prod/deployment.yaml': deploymentYaml(`${IMAGE}:6.5.0`),
+    'apps/podinfo/staging/kustomization.yaml': kz(['deployment.yaml']),
+    'apps/podinfo/staging/deployment.yaml': deploymentYaml(`${IMAGE}:6.5.0`),
+  }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const staging = h.commit({ 'clusters/staging/podinfo.yaml': clusterKs('staging', '6.5.4') }, 'staging: podinfo 6.5.4');
+  // the prod cluster: its podinfo Kustomization, applied by flux-system from ./clusters/prod (its labels say so)
+  const k = fluxObject(clusterKs('prod', '6.5.3'), { attempted: staging, applied, ready: 'False' });
+  (k.metadata as Record<string, unknown>).labels = { 'kustomize.toolkit.fluxcd.io/name': 'flux-system', 'kustomize.toolkit.fluxcd.io/namespace': 'flux-system' };
+  const parent = kustomization({ name: 'flux-system', attempted: `main@sha1:${staging}`, applied: `main@sha1:${staging}`, ready: 'True' });
+  parent.spec = { ...parent.spec, path: './clusters/prod' };
+  const d = deployment({ image: `${IMAGE}:6.5.3`, state: 'deadline' });
+  // the target's paths hold the staging copy only (a config that names the wrong cluster folder)
+  const o = await everyBackend(t, h, ['clusters/staging/', 'apps/podinfo/prod/'], evidenceOf([k, d], [KS, DEPLOY]), { resources: [KS, DEPLOY], objects: [k, parent, d, gitRepository] });
+  t.regex(o.refused!, /clusters\/staging\/podinfo\.yaml changed in the target's paths, but the build does not read it/);
+  t.falsy(o.located, 'the staging copy\'s commit is not taken for prod\'s');
+});

@@ -269,6 +269,15 @@ function ancestorIgnoreFiles(root: string): string[] {
   return parts.map((_, i) => [...parts.slice(0, i), '.sourceignore'].join('/'));
 }
 
+/** The Flux Kustomization that applies `k` (its `kustomize.toolkit.fluxcd.io/name` labels), when observed with its spec. */
+function parentOf(k: KubeObject, observed: readonly Observed[]): KubeObject | undefined {
+  const labels = k.metadata.labels ?? {};
+  const name = labels['kustomize.toolkit.fluxcd.io/name'];
+  const namespace = labels['kustomize.toolkit.fluxcd.io/namespace'] ?? k.metadata.namespace;
+  const parent = name ? findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === FLUX_KUSTOMIZATION && o.name === name && (o.namespace ?? '') === (namespace ?? '')) : undefined;
+  return parent && isRec(parent.spec) && parent !== k ? parent : undefined;
+}
+
 /**
  * The files that may make a substituteFrom ConfigMap/Secret: what this Kustomization's build reads,
  * the target's paths, and what the parent Kustomization that applies it reads (its
@@ -292,11 +301,8 @@ async function substituteCandidates(view: TreeView, graph: FluxGraph, scope: Tar
     const dir = d.replace(/\/+$/, '');
     if ((await view.entry(dir))?.type === 'tree') await walk(dir);
   }
-  const labels = k.metadata.labels ?? {};
-  const parentName = labels['kustomize.toolkit.fluxcd.io/name'];
-  const parentNs = labels['kustomize.toolkit.fluxcd.io/namespace'] ?? k.metadata.namespace;
-  const parent = parentName ? findObserved(observed, (o) => groupKind(o.apiVersion, o.kind) === FLUX_KUSTOMIZATION && o.name === parentName && (o.namespace ?? '') === (parentNs ?? '')) : undefined;
-  if (parent && isRec(parent.spec) && parent !== k) {
+  const parent = parentOf(k, observed);
+  if (parent) {
     for (const [p, f] of (await fluxGraph(view, parent, repo)).files) if (!files.has(p)) files.set(p, f.oid);
   }
   return files;
@@ -309,15 +315,25 @@ async function substituteCandidates(view: TreeView, graph: FluxGraph, scope: Tar
  * whose text carries a `${var}` of the parent's post-build substitution keeps the cluster's
  * value (the substituted one); `sourceRef` left out is the cluster's.
  */
-async function ownSpec(view: TreeView, k: KubeObject, scope: TargetScope): Promise<{ spec: Rec; manifest?: { path: string; digest: string }; note?: string; regions: string[] }> {
+async function ownSpec(view: TreeView, k: KubeObject, scope: TargetScope, observed: readonly Observed[], repo: KubeObject | undefined): Promise<{ spec: Rec; manifest?: { path: string; digest: string }; note?: string; regions: string[] }> {
   const cluster: Rec = isRec(k.spec) ? k.spec : {};
-  const found = await findOwnManifest(view, {
+  const ref = {
     group: 'kustomize.toolkit.fluxcd.io', kind: 'Kustomization', name: k.metadata.name, ...(k.metadata.namespace ? { namespace: k.metadata.namespace } : {}),
     // one file per cluster folder: the one that builds the same folder as the cluster object
-    prefer: (s) => s.path === cluster.path,
+    prefer: (s: Rec) => s.path === cluster.path,
     // a patch of some of its fields is not its manifest: the manifest names its source
-    declares: (s) => isRec(s.sourceRef),
-  }, scope.paths);
+    declares: (s: Rec) => isRec(s.sourceRef),
+  };
+  let found = await findOwnManifest(view, ref, scope.paths);
+  // where the parent that applies it is observed, only a file its build reads is the object's (not another cluster's copy)
+  const parent = parentOf(k, observed);
+  if (parent && (found.found || found.ambiguous)) {
+    const applied = (await fluxGraph(view, parent, repo)).files;
+    const candidates = found.found ? [found.found.path] : (found.ambiguous ?? []);
+    const inParent = candidates.filter((p) => applied.has(p));
+    if (inParent.length === 0) return { spec: cluster, regions: [], note: `${describeRef(k)} is declared in ${candidates.slice(0, 3).join(', ')}, which ${describeRef(parent)}, the parent that applies it, does not read (another cluster's copy): its spec is taken as the cluster reports it` };
+    if (inParent.length === 1 && found.found?.path !== inParent[0]) found = await findOwnManifest(view, ref, [inParent[0]!]);
+  }
   if (found.ambiguous) return { spec: cluster, regions: [], note: `${describeRef(k)} is declared by ${found.ambiguous.length} files in the target's paths (${found.ambiguous.slice(0, 3).join(', ')}): its spec is taken as the cluster reports it` };
   if (!found.found) return { spec: cluster, regions: [] };
   const spec: Rec = {};
@@ -338,7 +354,7 @@ registerEngine({
     // only the part of the build that reaches the target's paths is read; where that part holds
     // nothing of the target (its folder moved, its objects are declared elsewhere), the whole is
     // the Kustomization's own manifest, where the target's paths hold it: its spec at this revision is that file's
-    const own = await ownSpec(view, k, scope);
+    const own = await ownSpec(view, k, scope, observed, repo);
     const object: KubeObject = own.manifest ? { ...k, spec: own.spec } : k;
     let graph = await fluxGraph(view, object, repo, scope.paths, own.manifest);
     let scoped = await scopeGraph(view, graph.root, scope);
