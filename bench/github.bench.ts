@@ -56,7 +56,7 @@ async function oneRun(cached: string, paths: string[], bad: string, mode: Delive
   const dir = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-gh-'));
   const bare = path.join(dir, 'repo.git');
   execFileSync('git', ['clone', '-q', '--bare', '--shared', cached, bare]);
-  const emulator = await startGitHubEmulator({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood'] });
+  const emulator = await startGitHubEmulator({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood'], commitGraph: true });
   try {
     const lkg = execFileSync('git', ['rev-parse', `${bad}^`], { cwd: bare, encoding: 'utf8' }).trim();
     const config = ConfigSchema.parse({

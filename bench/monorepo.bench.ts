@@ -273,7 +273,7 @@ export default async function* () {
             const from = server.log.length;
             return { location: JSON.stringify({ url, cacheDir }), close: async () => rmSync(cacheDir, { recursive: true, force: true }), traffic: () => traffic(from) };
           }
-          const emulator = await startGitHubEmulator({ bareRepo: served, owner: 'acme', repo: 'gitops', token: TOKEN });
+          const emulator = await startGitHubEmulator({ bareRepo: served, owner: 'acme', repo: 'gitops', token: TOKEN, commitGraph: true });
           let mark = 0;
           return {
             location: emulator.url,

@@ -97,7 +97,7 @@ async function gitHubRun(cached: string, paths: string[], bad: string): Promise<
   const dir = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-gh-'));
   const bare = path.join(dir, 'repo.git');
   execFileSync('git', ['clone', '-q', '--bare', '--shared', cached, bare]);
-  const emulator = await startGitHubEmulator({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood'] });
+  const emulator = await startGitHubEmulator({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood'], commitGraph: true });
   try {
     const config = ConfigSchema.parse({
       repo: { url: 'https://github.com/acme/gitops', apiUrl: emulator.url },

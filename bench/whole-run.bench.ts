@@ -62,7 +62,8 @@
  * (default local,git-remote,github,controller), LASTGOOD_BENCH_SHAPES (default generated,listing),
  * LASTGOOD_BENCH_REPS (default 5 small, 3 medium, large and monorepo), LASTGOOD_BENCH_CONTROLLER_SIZE
  * (default large), LASTGOOD_BENCH_CONTROLLER_FAILURES (default 20), LASTGOOD_BENCH_CONTROLLER_BACKEND
- * (git-remote, local or github; default git-remote). `--only PREFIX` (bench/run.ts) is read here too:
+ * (git-remote, local or github; default git-remote), LASTGOOD_BENCH_PROFILE=DIR (each `lastgood run`
+ * process writes a V8 CPU profile there). `--only PREFIX` (bench/run.ts) is read here too:
  * a row it would not print is not measured.
  *
  * Needs GNU time (/usr/bin/time) and kubectl (the baseline's `kubectl kustomize`; lastgood's render
@@ -99,6 +100,8 @@ type Shape = 'generated' | 'listing';
 const REPS: Record<Size, number> = { small: 5, medium: 3, large: 3, monorepo: 3 };
 
 const run = promisify(execFile);
+/** LASTGOOD_BENCH_PROFILE=DIR: each `lastgood run` process writes a V8 CPU profile there. */
+const PROFILE_FLAGS = process.env.LASTGOOD_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LASTGOOD_BENCH_PROFILE}`] : [];
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -306,13 +309,13 @@ async function lastgoodRun(input: Input, backend: Backend, shape: Shape, mode: '
     requestsFrom = services.gitServer!.log.length;
   } else {
     bare = freshCopy(path.join(dir, 'gitops.git'), input.gitdir);
-    emulator = await services.startGitHub!({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood', 'rollback'] });
+    emulator = await services.startGitHub!({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood', 'rollback'], commitGraph: true });
     repo = { url: 'https://github.com/acme/gitops', provider: 'github', apiUrl: emulator.url };
     env = { ...GIT_ENV, GITHUB_TOKEN: TOKEN };
   }
   try {
     const files = writeScenario(dir, input, shape, repo, mode);
-    const t = await timed(process.execPath, [BIN, 'run', '--config', files.config, '--snapshot', files.snapshot, '--now', input.now, '--json'], { env });
+    const t = await timed(process.execPath, [...PROFILE_FLAGS, BIN, 'run', '--config', files.config, '--snapshot', files.snapshot, '--now', input.now, '--json'], { env });
     const what = `whole-run/${backend}/${shape} ${input.size}`;
     let report: { targets?: Array<{ action?: string; created?: boolean; commit?: string | null; pullRequest?: string | null; branch?: string; reason?: string; error?: unknown; notes?: string[]; checked?: { rendered?: { summary: string }; notRendered?: string } }> };
     try {
@@ -337,6 +340,8 @@ async function lastgoodRun(input: Input, backend: Backend, shape: Shape, mode: '
         const byOperation: Record<string, number> = {};
         for (const r of emulator.log) byOperation[r.operationId ?? r.path] = (byOperation[r.operationId ?? r.path] ?? 0) + 1;
         say(`${what}: the GitHub requests: ${JSON.stringify(byOperation)}`);
+        if (process.env.LASTGOOD_BENCH_BODIES) writeFileSync(process.env.LASTGOOD_BENCH_BODIES, emulator.bodies.join('\n\n'));
+        say(`${what}: the emulator's time per request, ms: ${emulator.log.map((r) => `${r.operationId ?? r.path} ${Math.round(r.ms ?? 0)}`).join(', ')}`);
       }
     } else if (backend === 'git-remote') {
       requests = services.gitServer!.log.length - requestsFrom;
@@ -450,7 +455,7 @@ async function controllerRow(input: Input, shape: Shape, backend: Backend, failu
       // the controller's volume: its mirror is kept between reverts
       repo = `  url: ${server.url}/gitops.git\n  insecure: true\n  cacheDir: ${path.join(root, 'cache')}\n`;
     } else if (backend === 'github') {
-      emulator = await (await import('../test/support/github-emulator.ts')).startGitHubEmulator({ bareRepo: served, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood', 'rollback'] });
+      emulator = await (await import('../test/support/github-emulator.ts')).startGitHubEmulator({ bareRepo: served, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood', 'rollback'], commitGraph: true });
       repo = `  url: https://github.com/acme/gitops\n  provider: github\n  apiUrl: ${emulator.url}\n`;
       env = { ...env, GITHUB_TOKEN: TOKEN };
     } else repo = `  url: ${served}\n`;

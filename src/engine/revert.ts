@@ -92,6 +92,8 @@ interface ReadyRevert {
 async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model: TargetModeler): Promise<ReadyRevert | undefined> {
   const { repo, target, log } = opts;
   const branch = opts.config.repo.branch;
+  // found while the history is read (it spawns the binary to ask its version); awaited where the renders start
+  const rendering = rendererFor(opts.config.render?.kustomize);
   const head = await repo.head(branch);
   const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
   if (!opts.bad) await preferVerified(repo, located, target);
@@ -108,8 +110,7 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
     return undefined;
   }
   // the head's and the last-known-good's builds are rendered while the plan is made and checked (the render check finds them by their inputs)
-  const renderer = await rendererFor(opts.config.render?.kustomize);
-  const [atHead, atLkg] = await Promise.all([model.at(head), model.at(located.lastKnownGood)]);
+  const [renderer, atHead, atLkg] = await Promise.all([rendering, model.at(head), model.at(located.lastKnownGood)]);
   renderAhead({ reader: repo, renderer, specs: [atHead.render, atLkg.render], ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}) });
   const { change, planned } = await plan(opts, head, located);
   if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;

@@ -144,7 +144,7 @@ export function graphqlRoot(core: EmulatorCore): Record<string, unknown> {
     message: raw.message.replace(/\n$/, ''),
     messageHeadline: raw.message.split('\n')[0] ?? '',
     tree: () => treeNode(raw.tree),
-    parents: async (args: { first?: number; last?: number }) => connection(await Promise.all(raw.parents.map(async (p) => commitNode(await git.readCommit(p)))), args),
+    parents: (args: { first?: number; last?: number }) => connection(raw.parents.map(lazyCommitNode), args),
     author: actor(raw.author),
     committer: actor(raw.committer),
     authoredDate: new Date(raw.author.time * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
@@ -169,6 +169,22 @@ export function graphqlRoot(core: EmulatorCore): Record<string, unknown> {
     deployments: (args: { environments?: string[]; first?: number; last?: number }) =>
       connection(core.deployments.filter((d) => d.sha === raw.sha && (!args.environments || args.environments.includes(d.environment))).map(deploymentNode), args),
   });
+  /**
+   * A commit known by its oid, read only when a field other than the oid is asked: a history page
+   * asks every commit's parents, mostly for their oids (reading each would be the emulator's own
+   * cost, not GitHub's).
+   */
+  const lazyCommitNode = (sha: string): Record<string, unknown> => {
+    let full: Promise<Record<string, unknown>> | undefined;
+    const node: Record<string, unknown> = { __typename: 'Commit', id: core.nodeId('Commit', sha), oid: sha, abbreviatedOid: sha.slice(0, 7) };
+    for (const field of ['url', 'message', 'messageHeadline', 'tree', 'parents', 'author', 'committer', 'authoredDate', 'committedDate', 'file', 'signature', 'history', 'deployments']) {
+      node[field] = async (args: unknown) => {
+        const value = (await (full ??= git.readCommit(sha).then(commitNode)))[field];
+        return typeof value === 'function' ? (value as (a: unknown) => unknown)(args) : value;
+      };
+    }
+    return node;
+  };
   const objectNode = async (sha: string) => {
     const type = await git.typeOf(sha);
     if (type === 'commit') return commitNode(await git.readCommit(sha));

@@ -12,9 +12,11 @@ import { fromGitTimestamp, octalMode, SYMLINK_MODE, type GitHubGraphQL } from '.
  * answers at a time. The history semantics stay in src/history/graph.ts: this file only decides
  * what to fetch together.
  *
- * - **Commits**: the first read of a branch brings its first-parent history, 100 commits per
- *   `history` connection, `CHAIN_SEGMENTS` of them in one query (aliases on `<ref>~100`,
- *   `<ref>~200`…): 2,100 commits with parents, tree, message, author and committer in one request.
+ * - **Commits**: the first read of a branch brings its recent first-parent history, 100 commits
+ *   per `history` connection, `CHAIN_SEGMENTS` of them in one query (aliases on `<ref>~100`…):
+ *   200 commits with parents, tree, message, author and committer, where an incident's range lies.
+ *   A walk below them reads `DEEP_SEGMENTS` connections at once (2,000 commits: graph.ts's longest
+ *   scan) in one more request.
  * - **Path oids**: `pathOid(c, p)` on a miss fills `p` (and every path asked before) for the whole
  *   first-parent line below `c`. The line is cut into runs that are linear (every commit but the
  *   last has one parent, known from the cached commits). On a linear run, `git log <top> -- p`
@@ -32,10 +34,13 @@ import { fromGitTimestamp, octalMode, SYMLINK_MODE, type GitHubGraphQL } from '.
  */
 
 /**
- * 100-commit `history` pages in the first query of a branch: graph.ts's first-parent scans read at
- * most 2,000 commits (maxScan) and the parent of the last one, so 2,100 cover them.
+ * 100-commit `history` pages in the first query of a branch. The first read used to bring 2,100
+ * (every scan of graph.ts in one request), but that is most of a run's time on a long history (an
+ * 850 KB answer) to find a range a few commits deep: the cost now follows how deep the run reads.
  */
-export const CHAIN_SEGMENTS = 21;
+export const CHAIN_SEGMENTS = 2;
+/** 100-commit pages read at once below what is known: graph.ts's first-parent scans read at most 2,000 commits (maxScan). */
+const DEEP_SEGMENTS = 20;
 /** How many commits one path fill covers (as many), and how many aliases one query may carry. */
 const FILL_COMMITS = 2100;
 const MAX_ALIASES = 120;
@@ -256,9 +261,9 @@ fragment C on Commit { ${COMMIT_FIELDS} }`;
     return info;
   }
 
-  /** `from`'s first-parent history, 1,000 commits in one query. */
+  /** `from`'s first-parent history, 2,000 commits in one query. */
   private async fetchChain(from: string): Promise<void> {
-    const segments = 10;
+    const segments = DEEP_SEGMENTS;
     const vars: Record<string, unknown> = { ...this.names, s0: from };
     const parts = [`s0: object(oid: $s0) { ... on Commit { history(first: 100) { nodes { ...C } } } }`];
     for (let i = 1; i < segments; i++) {
