@@ -349,6 +349,8 @@ async function lastgoodRun(input: Input, backend: Backend, shape: Shape, mode: '
         const byCommand: Record<string, number> = {};
         for (const r of services.gitServer!.log.slice(requestsFrom)) byCommand[`${r.method} ${r.command ?? r.path}`] = (byCommand[`${r.method} ${r.command ?? r.path}`] ?? 0) + 1;
         say(`${what}: the git requests: ${JSON.stringify(byCommand)}`);
+        const log = services.gitServer!.log.slice(requestsFrom);
+        say(`${what}: the server's time per request (start ms, took ms): ${log.map((r) => `${r.method} ${r.command ?? r.path} ${Math.round(r.at! - log[0]!.at!)} ${Math.round(r.ms ?? 0)}`).join(', ')}`);
       }
     }
     const rendered = `${target.checked.rendered.summary} (${(target.notes ?? []).filter((n) => n.startsWith('rendered')).join('; ')})`;

@@ -57,6 +57,9 @@ export interface RequestRecord {
   /** the client's User-Agent */
   agent: string;
   status?: number;
+  /** when the request came (performance.now()) and how long the answer took, ms (the benches read them) */
+  at?: number;
+  ms?: number;
   /** the fault injected into this request */
   fault?: string;
 }
@@ -114,8 +117,12 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
     const rel = /\.git\/(.*)$/.exec(url.pathname)?.[1] ?? url.pathname.replace(/^\//, '');
     const service = rel === 'info/refs' ? url.searchParams.get('service') ?? '' : rel;
     const record: RequestRecord = { method: req.method ?? 'GET', path: rel, service, bytesIn: 0, bytesOut: 0, authorization: Boolean(req.headers.authorization), agent: req.headers['user-agent'] ?? '' };
+    record.at = performance.now();
     log.push(record);
-    res.on('finish', () => (record.status = res.statusCode));
+    res.on('finish', () => {
+      record.status = res.statusCode;
+      record.ms = performance.now() - record.at!;
+    });
     if (opts.token !== undefined && !authorized(req.headers.authorization, opts.token)) {
       unauthorized++;
       res.writeHead(401, { 'www-authenticate': 'Basic realm="lastgood-test"', 'content-type': 'text/plain' });
