@@ -95,7 +95,7 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
   // found while the history is read (it spawns the binary to ask its version); awaited where the renders start
   const rendering = rendererFor(opts.config.render?.kustomize);
   const head = await repo.head(branch);
-  const located = opts.bad ? await namedCommits(repo, head, target.paths, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
+  const located = opts.bad ? await namedCommits(repo, { head, branch, paths: target.paths }, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
   if (!opts.bad) await preferVerified(repo, located, target);
   outcome.bad = located.bad.map((c) => c.oid);
   outcome.lastKnownGood = located.lastKnownGood;
@@ -296,8 +296,17 @@ async function findExistingRevert(repo: RepoBackend, head: string, target: Resol
   return since.find((c) => lastgoodTarget(c.message) === target.name && revertedBy(c.message).includes(newestBad.oid))?.oid;
 }
 
-/** `--bad SHA [--to SHA]`: the person names the bad commit and, optionally, what to go back to. */
-async function namedCommits(repo: RepoBackend, head: string, paths: string[], badSha: string, toSha?: string): Promise<Located> {
+/** How far below the bad commit `--to` is looked for on the branch's first-parent line. */
+const MAX_TO_DEPTH = 10_000;
+
+/**
+ * `--bad SHA [--to SHA]`: the person names the bad commit and, optionally, what to go back to.
+ * Both must be the configured branch's history: `--bad` reachable from its head, `--to` an earlier
+ * commit of its first-parent line below `--bad` (issue 35). A commit of another branch, or one of a
+ * side branch merged into it, would put content on the branch that nobody reviewed there.
+ */
+async function namedCommits(repo: RepoBackend, on: { head: string; branch: string; paths: string[] }, badSha: string, toSha?: string): Promise<Located> {
+  const { head, branch, paths } = on;
   const bad = await repo.resolveCommit(badSha);
   if (!bad) throw new InputError(`--bad ${badSha}: no such commit in the repository`);
   if (!(await repo.isAncestor(bad, head))) throw new InputError(`--bad ${badSha}: not on the configured branch`);
@@ -305,11 +314,32 @@ async function namedCommits(repo: RepoBackend, head: string, paths: string[], ba
   if (lastgoodTarget(commit.message)) throw new RevertImpossible(`${bad} is a lastgood revert: lastgood never reverts a revert`);
   const to = toSha ? await repo.resolveCommit(toSha) : commit.parents[0];
   if (!to) throw new InputError(toSha ? `--to ${toSha}: no such commit in the repository` : `${bad} is the first commit: there is nothing to go back to`);
+  if (toSha) await mustBeEarlierOnBranch(repo, { bad, to, toSha, branch });
   const touched = (await changedFiles(repo, commit.parents[0], commit.oid, paths)).map((d) => d.path);
+  if (touched.length === 0) {
+    throw new InputError(`--bad ${badSha}: ${bad.slice(0, 12)} changed nothing under the target's paths (${paths.join(', ')}), so there is nothing of it to revert: check that it is the commit you meant`);
+  }
   return {
     bad: [commit], later: [], lastKnownGood: to, verified: false, how: 'named',
     explanation: `named by a person (--bad ${bad.slice(0, 12)}${toSha ? ` --to ${to.slice(0, 12)}` : ''})`,
     revert: { kind: 'commits', steps: [{ base: commit.oid, theirs: commit.parents[0] }] },
     touched,
   };
+}
+
+/** `--to` is below `--bad` on the branch's first-parent line, or the named revert is refused. */
+async function mustBeEarlierOnBranch(repo: RepoBackend, c: { bad: string; to: string; toSha: string; branch: string }): Promise<void> {
+  if (c.to === c.bad) throw new InputError(`--to ${c.toSha}: it is the bad commit itself; --to names the last good commit, an earlier one`);
+  let oid = (await repo.readCommit(c.bad)).parents[0];
+  for (let depth = 0; oid; depth++) {
+    if (oid === c.to) return;
+    if (depth >= MAX_TO_DEPTH) {
+      throw new InputError(`--to ${c.toSha}: not found within ${MAX_TO_DEPTH.toLocaleString('en-US')} commits below the bad commit ${c.bad.slice(0, 12)} on ${c.branch}'s first-parent line`);
+    }
+    oid = (await repo.readCommit(oid)).parents[0];
+  }
+  throw new InputError(
+    `--to ${c.toSha}: not an earlier commit of ${c.branch} below the bad commit ${c.bad.slice(0, 12)} (its first-parent line): ` +
+      `lastgood goes back only to what ${c.branch} itself held; a commit of another branch, or of a side branch merged into ${c.branch}, would ship changes nobody reviewed there`,
+  );
 }
