@@ -1,6 +1,7 @@
-// Import circles in src/: every relative import (type-only ones too: a type that two modules
-// need lives where both can take it) is an edge; a strongly connected component of more than
-// one module, or a module importing itself, is a circle. Run by `npm test`; exit 1 names each.
+// Import circles and layers in src/: every relative import (type-only ones too: a type that two
+// modules need lives where both can take it) is an edge; a strongly connected component of more
+// than one module, or a module importing itself, is a circle; an import into a later layer
+// (LAYERS, the pipeline's order) goes the wrong way. Run by `npm test`; exit 1 names each.
 //   node scripts/import-cycles.ts [DIR]
 import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
 import { join, dirname, resolve, relative } from 'node:path';
@@ -65,14 +66,59 @@ export function circles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/**
+ * The layers of src/, in the order a run flows (DESIGN.md "The pipeline"): a module may import its
+ * own layer and those before it, never a later one. Within a layer the stages lean on each other
+ * (the model is read by locate and verify, and reads the history; observe and config share the
+ * object types); the circle check above keeps them from going round.
+ * - base: what every stage may use (errors, the scrubber, the clock, bounded YAML, the version);
+ * - cluster: reading the config and the cluster, and judging it (config, observe, assess, analysis, decide);
+ * - repository: the repository port, the history, the model, the plan and its verification;
+ * - deliver: the backends behind the port;
+ * - engine: the engine that composes the stages, its reports and the audit log;
+ * - doors: the CLI, the Action, the controller.
+ * A module is placed by its first folder under src/ (a file directly in src/ by its name).
+ */
+export const LAYERS: ReadonlyArray<{ name: string; members: readonly string[] }> = [
+  { name: 'base', members: ['errors.ts', 'scrub.ts', 'clock.ts', 'yaml-read.ts', 'version.ts'] },
+  { name: 'cluster', members: ['config', 'observe', 'health', 'analysis', 'decide'] },
+  { name: 'repository', members: ['repo', 'history', 'model', 'revert', 'verify'] },
+  { name: 'deliver', members: ['deliver'] },
+  { name: 'engine', members: ['engine', 'report', 'audit'] },
+  { name: 'doors', members: ['cli.ts', 'action.ts', 'completion.ts', 'version-info.ts', 'controller'] },
+];
+
+/** The layer of a module (its path relative to src/), or undefined when no layer names it. */
+export function layerOf(module: string, layers: typeof LAYERS = LAYERS): number | undefined {
+  const top = module.split(/[\\/]/)[0]!;
+  const i = layers.findIndex((l) => l.members.includes(top));
+  return i < 0 ? undefined : i;
+}
+
+/** Imports that go from a layer to a later one, and modules no layer names. */
+export function layerViolations(graph: Map<string, string[]>, layers: typeof LAYERS = LAYERS): string[] {
+  const out: string[] = [];
+  for (const [from, targets] of [...graph].sort(([a], [b]) => a.localeCompare(b))) {
+    const a = layerOf(from, layers);
+    if (a === undefined) {
+      out.push(`${from}: in no layer (scripts/import-cycles.ts LAYERS)`);
+      continue;
+    }
+    for (const to of targets) {
+      const b = layerOf(to, layers);
+      if (b !== undefined && b > a) out.push(`${from} (${layers[a]!.name}) imports ${to} (${layers[b]!.name}), a later layer`);
+    }
+  }
+  return out;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = resolve(process.argv[2] ?? 'src');
   const graph = importGraph(root);
   const found = circles(graph);
-  if (found.length === 0) {
-    console.log(`import-cycles: ${graph.size} modules in ${relative(process.cwd(), root) || '.'}, no circle`);
-  } else {
-    for (const c of found) console.error(`import circle: ${c.join(' ↔ ')}`);
-    process.exit(1);
-  }
+  const wrongWay = layerViolations(graph);
+  for (const c of found) console.error(`import circle: ${c.join(' ↔ ')}`);
+  for (const v of wrongWay) console.error(`layer: ${v}`);
+  if (found.length > 0 || wrongWay.length > 0) process.exit(1);
+  console.log(`import-cycles: ${graph.size} modules in ${relative(process.cwd(), root) || '.'}, no circle, no import into a later layer (${LAYERS.map((l) => l.name).join(' → ')})`);
 }

@@ -2,9 +2,9 @@ import test from 'ava';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { circles, importGraph } from '../scripts/import-cycles.ts';
+import { circles, importGraph, layerViolations } from '../scripts/import-cycles.ts';
 
-/** The check `npm test` runs (scripts/import-cycles.ts) finds circles — type-only ones too — and src/ has none. */
+/** The check `npm test` runs (scripts/import-cycles.ts) finds circles — type-only ones too — and imports into a later layer; src/ has neither. */
 
 function tree(files: Record<string, string>): string {
   const root = mkdtempSync(path.join(tmpdir(), 'lastgood-cycles-'));
@@ -37,4 +37,25 @@ test('a chain without a way back is no circle', (t) => {
 
 test('src/ has no import circle', (t) => {
   t.deepEqual(circles(importGraph(path.resolve('src'))), []);
+});
+
+test('an import into a later layer is found: a stage above deliver that imports from it, and deliver importing the report', (t) => {
+  const root = tree({
+    'errors.ts': 'export class E extends Error {}\n',
+    'history/locate.ts': "import { push } from '../deliver/git-remote/push.ts';\nimport { E } from '../errors.ts';\nexport const locate = () => [push, E];\n",
+    'deliver/git-remote/push.ts': "import type { TransferEvent } from '../../report/progress.ts';\nexport const push = (e?: TransferEvent) => e;\n",
+    'report/progress.ts': 'export interface TransferEvent { bytes: number }\n',
+    'engine/run.ts': "import { locate } from '../history/locate.ts';\nimport { push } from '../deliver/git-remote/push.ts';\nexport const run = () => [locate, push];\n",
+    'stray/x.ts': 'export const x = 1;\n',
+  });
+  t.deepEqual(layerViolations(importGraph(root)), [
+    'deliver/git-remote/push.ts (deliver) imports report/progress.ts (engine), a later layer',
+    'history/locate.ts (repository) imports deliver/git-remote/push.ts (deliver), a later layer',
+    'stray/x.ts: in no layer (scripts/import-cycles.ts LAYERS)',
+  ]);
+  t.deepEqual(circles(importGraph(root)), [], 'no circle: only the layers find these');
+});
+
+test('src/ imports only from its own layer and earlier ones', (t) => {
+  t.deepEqual(layerViolations(importGraph(path.resolve('src'))), []);
 });

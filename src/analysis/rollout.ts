@@ -16,7 +16,7 @@
  *   rollout about to start: nothing is measured until the new revision is known.
  */
 import { podSpecImages, rec, str } from '../health/status.ts';
-import { parseImageRef } from '../history/image-ref.ts';
+import { parseImageRef } from '../observe/image-ref.ts';
 import { parseTime } from '../observe/times.ts';
 import type { KubeObject } from '../observe/types.ts';
 import type { RolloutFacts } from './types.ts';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { ConfigError, InputError, redact } from '../errors.ts';
 import type { Config } from '../config/schema.ts';
 import type { RepoBackend } from '../repo/types.ts';
-import type { TransferEvent } from '../report/progress.ts';
+import type { TransferEvent } from '../repo/types.ts';
 import { LocalRepo } from './local/index.ts';
 import { parseGitHubUrl } from './github/url.ts';
 import { gitRemoteMatches, parseHttpUrl } from './git-remote/match.ts';

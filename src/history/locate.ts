@@ -5,7 +5,7 @@ import { modelTarget, inPaths, type TargetModeler } from '../model/index.ts';
 import { ModelHistory } from '../model/history.ts';
 import type { InputDelta, Setter } from '../model/types.ts';
 import { changedFiles, changedOutside, commitRange, mainline, units } from './graph.ts';
-import { formatImageRef, parseImageRef, sameImage, type ImageRef } from './image-ref.ts';
+import { formatImageRef, parseImageRef, sameImage, type ImageRef } from '../observe/image-ref.ts';
 import { lastgoodTarget, parseTrailers, revertedBy } from './trailers.ts';
 
 /** How to compute the revert's content (revert/threeway.ts). */

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import jsYaml from 'js-yaml';
+import { loadAllYaml, rethrowBound } from '../yaml-read.ts';
 import type { RepoReader } from '../repo/types.ts';
-import { formatImageRef, parseImageRef, sameImage, type ImageRef } from './image-ref.ts';
+import { formatImageRef, parseImageRef, sameImage, type ImageRef } from '../observe/image-ref.ts';
 
 /**
  * What the manifests under a target's paths say, read for locate: the images they name and the
@@ -41,14 +41,15 @@ const MANIFEST_FILE = /\.(ya?ml|json)$/i;
 /** kustomize reads these names as its kustomization (kind and apiVersion may be left out there). */
 const KUSTOMIZATION_FILE = /(^|\/)(kustomization\.ya?ml|Kustomization)$/;
 
-/** The facts of one file's content (`path` tells a kustomization file). Never throws. */
+/** The facts of one file's content (`path` tells a kustomization file). Never throws, but for a file beyond the YAML bounds (yaml-read.ts). */
 export function manifestFacts(content: Uint8Array | string, path = ''): ManifestFacts {
   const out: ManifestFacts = { images: [], charts: [] };
   let docs: unknown[];
   try {
     const s = typeof content === 'string' ? content : Buffer.from(content).toString('utf8');
-    docs = jsYaml.loadAll(s, null, { json: true });
-  } catch {
+    docs = loadAllYaml(s, { json: true, ...(path ? { where: path } : {}) });
+  } catch (error) {
+    rethrowBound(error);
     return out;
   }
   for (const doc of docs) {

@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
-import jsYaml from 'js-yaml';
-import { parseImageRef } from '../history/image-ref.ts';
+import { loadYaml, rethrowBound } from '../yaml-read.ts';
+import { parseImageRef } from '../observe/image-ref.ts';
 import { findObserved, type KubeObject, type Observed } from '../observe/types.ts';
 import { readChart } from './chart.ts';
 import { imageTexts } from './flux.ts';
@@ -114,10 +114,11 @@ export function argoGlob(pattern: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
-const parseYaml = (bytes: Uint8Array): unknown => {
+const parseYaml = (bytes: Uint8Array, where?: string): unknown => {
   try {
-    return jsYaml.load(Buffer.from(bytes).toString('utf8'));
+    return loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
   } catch (error) {
+    rethrowBound(error);
     return { __error: (error as Error).message.split('\n')[0] };
   }
 };

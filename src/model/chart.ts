@@ -1,5 +1,5 @@
 import ignore from 'ignore';
-import jsYaml from 'js-yaml';
+import { loadYaml, rethrowBound } from '../yaml-read.ts';
 import type { GraphFile } from './kustomize.ts';
 import { joinInside, type Link, type TreeView } from './tree.ts';
 import { isRec } from './values.ts';
@@ -38,10 +38,11 @@ export interface ChartRules {
   engine: string;
 }
 
-const parseYaml = (bytes: Uint8Array): unknown => {
+const parseYaml = (bytes: Uint8Array, where?: string): unknown => {
   try {
-    return jsYaml.load(Buffer.from(bytes).toString('utf8'));
+    return loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
   } catch (error) {
+    rethrowBound(error);
     return { __error: (error as Error).message.split('\n')[0] };
   }
 };

@@ -1,4 +1,4 @@
-import { parseImageRef } from '../history/image-ref.ts';
+import { parseImageRef } from '../observe/image-ref.ts';
 import type { KubeObject, Observed } from '../observe/types.ts';
 import { findObserved, groupKind } from '../observe/types.ts';
 import { cutOf, KUSTOMIZATION_FILES, kustomizationIn, loadAllSafe, nodesOf, prefetchGraph, prefetchNear, renamesOutside, walkGraph, type Graph, type WalkRules } from './kustomize.ts';

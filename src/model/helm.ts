@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
-import jsYaml from 'js-yaml';
-import { parseImageRef } from '../history/image-ref.ts';
+import { loadYaml, rethrowBound } from '../yaml-read.ts';
+import { parseImageRef } from '../observe/image-ref.ts';
 import type { KubeObject, Observed } from '../observe/types.ts';
 import { findObserved, groupKind } from '../observe/types.ts';
 import { readChart } from './chart.ts';
@@ -56,10 +56,11 @@ export function describeHelm(hr: KubeObject): string {
   return `Flux HelmRelease ${hr.metadata.namespace ? `${hr.metadata.namespace}/` : ''}${hr.metadata.name} (chart ${chart}${str(ref.kind) ? ` from ${String(ref.kind)} ${String(ref.name ?? '')}` : ''})`;
 }
 
-const parseYaml = (bytes: Uint8Array): unknown => {
+const parseYaml = (bytes: Uint8Array, where?: string): unknown => {
   try {
-    return jsYaml.load(Buffer.from(bytes).toString('utf8'));
-  } catch {
+    return loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
+  } catch (error) {
+    rethrowBound(error);
     return undefined;
   }
 };

@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import jsYaml from 'js-yaml';
+import { loadAllYaml, loadYaml, rethrowBound } from '../yaml-read.ts';
 import type { InputRole } from './types.ts';
 import { joinInside, TreeView, within, type Link } from './tree.ts';
 import type { Reads } from './reads.ts';
@@ -116,12 +116,13 @@ export async function kustomizationIn(view: TreeView, dir: string, rules: WalkRu
 }
 
 /** Parses a kustomization; a file that does not parse makes the build fail. */
-export function parseKustomization(bytes: Uint8Array): Rec | { error: string } {
+export function parseKustomization(bytes: Uint8Array, where?: string): Rec | { error: string } {
   try {
-    const doc = jsYaml.load(Buffer.from(bytes).toString('utf8'));
+    const doc = loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
     if (doc === null || doc === undefined) return {};
     return isRec(doc) ? doc : { error: 'not a mapping' };
   } catch (error) {
+    rethrowBound(error);
     return { error: (error as Error).message.split('\n')[0]! };
   }
 }
@@ -273,7 +274,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     if (kfile) {
       file = { path: kfile.path, oid: kfile.oid, role: 'kustomization', ...(kfile.via ? { via: kfile.via, named: kfile.named! } : {}) };
       events.push({ k: 'file', file });
-      const parsed = await view.parse('kustomization', kfile.oid, parseKustomization);
+      const parsed = await view.parse('kustomization', kfile.oid, (b) => parseKustomization(b, kfile.path));
       if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) {
         missing(`${kfile.path} does not parse: ${parsed.error}`);
         return fail();
@@ -583,7 +584,7 @@ export async function prefetchGraph(view: TreeView, dir: string): Promise<void> 
     await view.prefetchBlobs(found.map((f) => f.oid));
     const next: string[] = [];
     for (const f of found) {
-      const doc = (await view.parse('kustomization', f.oid, parseKustomization)) as Rec;
+      const doc = (await view.parse('kustomization', f.oid, (b) => parseKustomization(b, `the kustomization file of ${f.dir || '.'}/`))) as Rec;
       const named = [...strings(doc.resources), ...strings(doc.bases), ...strings(doc.components)];
       for (const field of ['generators', 'transformers', 'validators'] as const) named.push(...strings(doc[field]).filter((x) => !x.includes('\n')));
       for (const entry of named) {
@@ -627,7 +628,7 @@ export async function prefetchNear(views: TreeView[], dir: string, anchors: stri
       const found = new Set<string>();
       for (const w of wholes) {
         for (const k of await kustomizationsBelow(view, w, 3)) {
-          const doc = await view.parse('kustomization', k.oid, parseKustomization);
+          const doc = await view.parse('kustomization', k.oid, (b) => parseKustomization(b, `the kustomization file of ${k.dir || '.'}/`));
           if ('error' in doc && Object.keys(doc).length === 1) continue;
           for (const ref of namedPaths(doc as Rec)) {
             const target = joinInside(k.dir, ref);
@@ -686,17 +687,19 @@ async function changedKustomizations(view: TreeView, dir: string, from: string |
 
 function safeLoad(text: string): unknown {
   try {
-    return jsYaml.load(text);
-  } catch {
+    return loadYaml(text);
+  } catch (error) {
+    rethrowBound(error);
     return undefined;
   }
 }
 
 /** Every document of a YAML file (none when it does not parse). */
-export function loadAllSafe(bytes: Uint8Array): unknown[] {
+export function loadAllSafe(bytes: Uint8Array, where?: string): unknown[] {
   try {
-    return jsYaml.loadAll(Buffer.from(bytes).toString('utf8')).filter((d) => d !== null && d !== undefined);
-  } catch {
+    return loadAllYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {}).filter((d) => d !== null && d !== undefined);
+  } catch (error) {
+    rethrowBound(error);
     return [];
   }
 }

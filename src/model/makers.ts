@@ -25,7 +25,7 @@ export async function findMaker(view: TreeView, files: Map<string, string>, kind
   for (const [file, oid] of files) {
     const base = path.basename(file);
     if (KUSTOMIZATION_FILES.includes(base)) {
-      const parsed = await view.parse('kustomization', oid, parseKustomization);
+      const parsed = await view.parse('kustomization', oid, (b) => parseKustomization(b, file));
       if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) continue;
       const doc = parsed as Rec;
       for (const gen of Array.isArray(doc[generatorField]) ? (doc[generatorField] as unknown[]).filter(isRec) : []) {

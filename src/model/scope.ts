@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { manifestFacts } from '../history/manifests.ts';
 import type { KubeObject } from '../observe/types.ts';
-import { formatImageRef } from '../history/image-ref.ts';
+import { formatImageRef } from '../observe/image-ref.ts';
 import { loadAllSafe, type GraphFile, type KNode } from './kustomize.ts';
 import { within, type TreeView } from './tree.ts';
 import type { InputRole, ModelInput, Setter } from './types.ts';

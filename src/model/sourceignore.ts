@@ -1,4 +1,5 @@
 import ignore, { type Ignore } from 'ignore';
+import { InputError } from '../errors.ts';
 import type { TreeView } from './tree.ts';
 
 /**
@@ -84,9 +85,9 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
   for (const f of files) {
     const dir = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
     const text = Buffer.from(await view.read(f.oid)).toString('utf8');
-    for (const line of patternLines(text)) user.push(pattern(dir, line));
+    for (const line of patternLines(text, f.path)) user.push(pattern(dir, line));
   }
-  if (specIgnore) for (const line of patternLines(specIgnore)) user.push(pattern('', line));
+  if (specIgnore) for (const line of patternLines(specIgnore, 'the GitRepository\'s spec.ignore')) user.push(pattern('', line));
   const defaults = (user.length > 0 ? EXCLUDE_VCS : [...EXCLUDE_VCS, ...EXCLUDE_EXT, ...EXCLUDE_CI, ...EXCLUDE_EXTRA]).map((p) => pattern('', p));
   const patterns = [...defaults, ...user];
   // per folder, what each pattern needs of a path in it: 0 it cannot apply (another domain), 1 it
@@ -156,8 +157,27 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
   return rule;
 }
 
-function patternLines(text: string): string[] {
-  return text.split(/\r?\n/).filter((l) => !l.startsWith('#') && l.trim().length > 0);
+/**
+ * What lastgood reads of one `.sourceignore` (or `spec.ignore`): each pattern is matched against
+ * the paths a build asks about, so a file of 100,000 lines cost a gigabyte (issue 35). Real ones
+ * hold tens of lines; beyond these bounds the file is refused, named (exit 2).
+ */
+export const SOURCEIGNORE_BOUNDS = { maxBytes: 256 << 10, maxPatterns: 2_000 } as const;
+
+function patternLines(text: string, where: string): string[] {
+  if (text.length > SOURCEIGNORE_BOUNDS.maxBytes) {
+    throw new InputError(`${Math.round(text.length / 1024)} KiB of ignore patterns, more than the ${SOURCEIGNORE_BOUNDS.maxBytes >> 10} KiB lastgood reads from one`, { file: where });
+  }
+  const lines = text.split(/\r?\n/);
+  const out: string[] = [];
+  for (const [i, l] of lines.entries()) {
+    if (l.startsWith('#') || l.trim().length === 0) continue;
+    if (out.length === SOURCEIGNORE_BOUNDS.maxPatterns) {
+      throw new InputError(`more than ${SOURCEIGNORE_BOUNDS.maxPatterns.toLocaleString('en-US')} ignore patterns, the most lastgood matches paths against`, { file: where, line: i + 1 });
+    }
+    out.push(l);
+  }
+  return out;
 }
 
 /**
@@ -188,7 +208,7 @@ export class LazySourceIgnore {
   constructor(view: TreeView, root: string, specIgnore?: string) {
     this.view = view;
     this.root = root;
-    this.spec = specIgnore ? patternLines(specIgnore).map((line) => pattern('', line)) : [];
+    this.spec = specIgnore ? patternLines(specIgnore, 'the GitRepository\'s spec.ignore').map((line) => pattern('', line)) : [];
   }
 
   /** True when Flux's artifact leaves `file` out (it or a folder above it matches). */
@@ -246,7 +266,7 @@ export class LazySourceIgnore {
         if (!e || e.type !== 'blob' || e.mode === '120000') return { path, entry, patterns: [] };
         this.files.push({ path, oid: e.oid });
         const text = Buffer.from(await this.view.read(e.oid)).toString('utf8');
-        return { path, entry, patterns: patternLines(text).map((line) => pattern(folder, line)) };
+        return { path, entry, patterns: patternLines(text, path).map((line) => pattern(folder, line)) };
       })()));
     }
     return p;

@@ -1,4 +1,4 @@
-import type { ImageRef } from '../history/image-ref.ts';
+import type { ImageRef } from '../observe/image-ref.ts';
 
 /**
  * The model of what a GitOps engine reads and sets for one target, at one revision

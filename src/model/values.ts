@@ -1,4 +1,4 @@
-import { formatImageRef, type ImageRef } from '../history/image-ref.ts';
+import { formatImageRef, type ImageRef } from '../observe/image-ref.ts';
 import { manifestFacts } from '../history/manifests.ts';
 import type { Setter } from './types.ts';
 

@@ -1,8 +1,9 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync } from 'node:fs';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import jsYaml from 'js-yaml';
+import type { Readable } from 'node:stream';
 import { InputError } from '../errors.ts';
+import { loadAllYaml, rethrowBound } from '../yaml-read.ts';
 import { scrubDeep, scrubText } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
 import { StreamSplitter, type Range, type SplitEvents } from './snapshot-split.ts';
@@ -35,7 +36,7 @@ export async function readSnapshots(paths: string[], opts: { stdin?: NodeJS.Read
   for (const p of paths) {
     if (p === '-') {
       files.push('stdin');
-      add(readSnapshotBytes(await readStream(opts.stdin ?? process.stdin), '-', opts));
+      add(readSnapshotBytes(await readStream(opts.stdin ?? process.stdin, 'stdin'), '-', opts));
       continue;
     }
     const expanded = await expand(p);
@@ -71,6 +72,17 @@ export function readSnapshotBytes(bytes: Buffer, source: string, opts: { eager?:
 
 /** One file's objects, streamed (see readSnapshots); `eager` as for readSnapshotBytes. */
 export async function readSnapshotFile(file: string, opts: { eager?: boolean; chunkBytes?: number; maxPieceBytes?: number } = {}): Promise<Observed[]> {
+  let kind: Awaited<ReturnType<typeof stat>>;
+  try {
+    kind = await stat(file);
+  } catch (error) {
+    throw new InputError(`cannot read snapshot: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
+  }
+  // a pipe (`--snapshot <(kubectl get …)`), a device: read as a stream, within the bound
+  if (!kind.isFile()) return readSnapshotBytes(await readStream(createReadStream(file), file), file, opts);
+  if (kind.size > MAX_SNAPSHOT_BYTES) {
+    throw new InputError(`the snapshot is ${Math.round(kind.size / (1 << 20))} MiB, more than the ${MAX_SNAPSHOT_BYTES >> 20} MiB lastgood reads from one: give it the target's objects (kubectl get … -o yaml of what the targets list)`, { file });
+  }
   if (!opts.eager) {
     let objects: Observed[] | undefined;
     try {
@@ -145,10 +157,33 @@ async function expand(p: string): Promise<string[]> {
     .sort();
 }
 
-async function readStream(stream: NodeJS.ReadableStream): Promise<Buffer> {
+/**
+ * What lastgood reads of one snapshot (a file, stdin, a pipe): a dump of the target's objects is
+ * kilobytes, a whole cluster's `kubectl get -A -o yaml` rarely more than tens of megabytes. Beyond
+ * this, or on bytes that are not text (a NUL: `/dev/zero`, `/dev/urandom`, a binary), reading
+ * stops with a refusal (exit 2) instead of filling the memory.
+ */
+export const MAX_SNAPSHOT_BYTES = 128 << 20;
+
+/** A stream's bytes, within MAX_SNAPSHOT_BYTES and text (stdin, a pipe, a device). */
+async function readStream(stream: NodeJS.ReadableStream, source: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  let size = 0;
+  for await (const piece of stream) {
+    const chunk = typeof piece === 'string' ? Buffer.from(piece) : piece;
+    notText(chunk, source);
+    size += chunk.length;
+    if (size > MAX_SNAPSHOT_BYTES) {
+      (stream as Partial<Readable>).destroy?.();
+      throw new InputError(`the snapshot is larger than ${MAX_SNAPSHOT_BYTES >> 20} MiB, the most lastgood reads from one: give it the target's objects (kubectl get … -o yaml of what the targets list)`, { file: source });
+    }
+    chunks.push(chunk);
+  }
   return Buffer.concat(chunks);
+}
+
+function notText(chunk: Buffer, source: string): void {
+  if (chunk.includes(0)) throw new InputError('the snapshot is not text (it holds a NUL byte): give YAML or JSON, as `kubectl get -o yaml` prints it', { file: source });
 }
 
 /** Parses one file's text into objects; `source` names the file in errors. */
@@ -172,8 +207,9 @@ const GO_PLACEHOLDER_ALL = new RegExp(GO_PLACEHOLDER.source, 'g');
 function objectsOf(text: string, source: string): Observed[] {
   let docs: unknown[];
   try {
-    docs = loadAll(text);
+    docs = loadAll(text, source);
   } catch (error) {
+    rethrowBound(error);
     throw yamlError(error, source);
   }
   const out: Observed[] = [];
@@ -181,8 +217,8 @@ function objectsOf(text: string, source: string): Observed[] {
   return out;
 }
 
-function loadAll(text: string): unknown[] {
-  return jsYaml.loadAll(text, null, { json: true }).filter((d) => d !== null && d !== undefined);
+function loadAll(text: string, source?: string): unknown[] {
+  return loadAllYaml(text, { json: true, maxBytes: MAX_SNAPSHOT_BYTES, ...(source ? { where: source } : {}) }).filter((d) => d !== null && d !== undefined);
 }
 
 function yamlError(error: unknown, source: string): InputError {
@@ -250,7 +286,7 @@ class SplitReader implements SplitEvents {
   }
 
   document(range: Range, bytes: Buffer): void {
-    const parsed = loadAll(bytes.toString('utf8'));
+    const parsed = loadAll(bytes.toString('utf8'), this.#source);
     if (parsed.length > 1) throw new Error('a piece holds more than one document');
     if (parsed.length === 1) this.#add(parsed[0], range, false);
   }
@@ -288,7 +324,7 @@ const ITEMS_HELD_APART = 'lastgood-items-held-apart-5c0e9b';
  * replaces the stand-in, and the file goes to the whole parse).
  */
 function envelopeOf(head: string, tail: string): Record<string, unknown> {
-  const docs = jsYaml.loadAll(`${head}items: ${ITEMS_HELD_APART}\n${tail}`, null, { json: true });
+  const docs = loadAllYaml(`${head}items: ${ITEMS_HELD_APART}\n${tail}`, { json: true, maxBytes: MAX_SNAPSHOT_BYTES });
   const d = docs[0];
   if (docs.length === 1 && typeof d === 'object' && d !== null && !Array.isArray(d) && (d as Record<string, unknown>).items === ITEMS_HELD_APART) return d as Record<string, unknown>;
   throw new Error('not the head and tail of a List');

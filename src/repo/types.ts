@@ -182,3 +182,13 @@ export interface RepoBackend extends RepoReader {
   readonly cacheDir?: string;
   deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult>;
 }
+
+/** A backend's transfer under way (a fetch's bytes so far), for report/progress.ts to show. */
+export interface TransferEvent {
+  /** the host the bytes come from */
+  host: string;
+  /** bytes received so far in this answer */
+  bytes: number;
+  /** the answer is complete */
+  done?: boolean;
+}

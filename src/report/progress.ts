@@ -4,14 +4,9 @@
  * every `everyMs` elsewhere (a CI log) — and a last line when it ends. The clock is injected, so
  * the rule is tested without waiting.
  */
-export interface TransferEvent {
-  /** the host the bytes come from */
-  host: string;
-  /** bytes received so far in this answer */
-  bytes: number;
-  /** the answer is complete */
-  done?: boolean;
-}
+import type { TransferEvent } from '../repo/types.ts';
+
+export type { TransferEvent };
 
 export interface ProgressOptions {
   write: (text: string) => void;

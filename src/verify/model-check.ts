@@ -1,5 +1,5 @@
 import type { Evidence } from '../decide/types.ts';
-import { formatImageRef, parseImageRef, sameImage, type ImageRef } from '../history/image-ref.ts';
+import { formatImageRef, parseImageRef, sameImage, type ImageRef } from '../observe/image-ref.ts';
 import { inPaths } from '../model/scope.ts';
 import { inputDelta, type InputDelta, type Setter, type TargetModel, type TargetModeler } from '../model/types.ts';
 import type { CommitInfo, FileChange } from '../repo/types.ts';

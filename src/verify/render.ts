@@ -54,13 +54,24 @@ export type RenderResult =
       /** what the reader must know about this render (placeholders, kustomize version) */
       notes: string[];
     }
-  | { failed: string };
+  /** `limit`: stopped by a bound of lastgood's (time, output, memory), not by the build itself */
+  | { failed: string; limit?: true };
+
+/**
+ * The bounds of one kustomize run (README "Bounds"): beyond them it is stopped and the render
+ * check says "not rendered: limit" (issue 35: a resource file that expands took more than 2 GB).
+ * Memory is the child's resident set (Linux); a cut render takes tens of MB, a whole build of
+ * thousands of applications about 150 MB.
+ */
+export const RENDER_BOUNDS = { timeoutMs: 120_000, maxOutputBytes: 64 << 20, maxRssBytes: 384 << 20 } as const;
 
 export interface RenderOptions {
-  /** default 120 s */
+  /** default RENDER_BOUNDS.timeoutMs (120 s) */
   timeoutMs?: number;
-  /** stdout + stderr, default 64 MiB */
+  /** stdout + stderr, default RENDER_BOUNDS.maxOutputBytes (64 MiB) */
   maxOutputBytes?: number;
+  /** the renderer's resident memory, default RENDER_BOUNDS.maxRssBytes (384 MiB) */
+  maxRssBytes?: number;
   /** where the temporary tree goes (default os.tmpdir()) */
   tmpDir?: string;
 }
@@ -208,10 +219,11 @@ async function renderIn(base: string, renderer: Renderer, input: RenderInput, op
   const run = await runBounded(file!, [...prefix, dirPath, ...flags], {
     cwd: repo,
     home: base,
-    timeoutMs: opts.timeoutMs ?? 120_000,
-    maxOutputBytes: opts.maxOutputBytes ?? 64 << 20,
+    timeoutMs: opts.timeoutMs ?? RENDER_BOUNDS.timeoutMs,
+    maxOutputBytes: opts.maxOutputBytes ?? RENDER_BOUNDS.maxOutputBytes,
+    maxRssBytes: opts.maxRssBytes ?? RENDER_BOUNDS.maxRssBytes,
   });
-  if (run.problem) return { failed: kustomizeMessage(run.problem, repo) };
+  if (run.problem) return { failed: kustomizeMessage(run.problem, repo), ...(run.limit ? { limit: true as const } : {}) };
   if (run.code !== 0) {
     const said = kustomizeMessage(run.stderr || run.stdout, repo);
     if (input.engine === 'flux' && /enable-helm/.test(said)) {

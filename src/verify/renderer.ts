@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { constants, promises as fs } from 'node:fs';
+import { constants, promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -26,6 +26,8 @@ export interface RunResult {
   stderr: string;
   /** set when the process could not run, timed out, or printed more than allowed */
   problem?: string;
+  /** the bound it hit, when it was stopped for one (not the input's fault: the machine's bound) */
+  limit?: 'time' | 'output' | 'memory';
 }
 
 export interface RunLimits {
@@ -34,6 +36,21 @@ export interface RunLimits {
   cwd?: string;
   /** HOME for the child (kubectl wants one); a directory lastgood owns */
   home?: string;
+  /** the child's resident memory, polled where the system tells it (Linux /proc): beyond this it is stopped */
+  maxRssBytes?: number;
+}
+
+/** How often a child's memory is looked at; a Go build grows by tens of MB in this time at most. */
+const RSS_POLL_MS = 50;
+
+/** The resident memory of a process, bytes (Linux /proc/PID/status VmRSS); undefined where unknown. */
+function residentBytes(pid: number): number | undefined {
+  try {
+    const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Only what a kustomize build needs; nothing of lastgood's own environment (tokens) is passed on. */
@@ -49,17 +66,25 @@ export function runBounded(file: string, args: string[], limits: RunLimits): Pro
     let stderr: Buffer[] = [];
     let size = 0;
     let problem: string | undefined;
+    let limit: RunResult['limit'];
     let settled = false;
     const child = spawn(file, args, { cwd: limits.cwd, env: childEnv(limits.home), stdio: ['ignore', 'pipe', 'pipe'], shell: false });
-    const timer = setTimeout(() => {
-      problem ??= `${path.basename(file)} did not finish within ${Math.round(limits.timeoutMs / 1000)} s`;
+    const stop = (why: string, bound: NonNullable<RunResult['limit']>) => {
+      if (!problem) [problem, limit] = [why, bound];
       child.kill('SIGKILL');
-    }, limits.timeoutMs);
+    };
+    const timer = setTimeout(() => stop(`${path.basename(file)} did not finish within ${Math.round(limits.timeoutMs / 1000)} s`, 'time'), limits.timeoutMs);
+    const watch = limits.maxRssBytes !== undefined && child.pid !== undefined
+      ? setInterval(() => {
+        const rss = residentBytes(child.pid!);
+        if (rss !== undefined && rss > limits.maxRssBytes!) stop(`${path.basename(file)} used more than ${Math.round(limits.maxRssBytes! / (1 << 20))} MiB of memory`, 'memory');
+      }, RSS_POLL_MS)
+      : undefined;
+    watch?.unref();
     const take = (into: Buffer[], chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxOutputBytes) {
-        problem ??= `${path.basename(file)} printed more than ${limits.maxOutputBytes} bytes`;
-        child.kill('SIGKILL');
+        stop(`${path.basename(file)} printed more than ${limits.maxOutputBytes} bytes`, 'output');
         return;
       }
       into.push(chunk);
@@ -70,8 +95,9 @@ export function runBounded(file: string, args: string[], limits: RunLimits): Pro
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      if (watch) clearInterval(watch);
       if (err) problem ??= `${file} could not run: ${(err as NodeJS.ErrnoException).code ?? err.message}`;
-      resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), problem });
+      resolve({ code, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), problem, ...(limit ? { limit } : {}) });
       stdout = [];
       stderr = [];
     };

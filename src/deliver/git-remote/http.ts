@@ -19,7 +19,7 @@ import type { GitCredentials } from './auth.ts';
  *   URL credential ever reaches a message.
  */
 
-import type { TransferEvent } from '../../report/progress.ts';
+import type { TransferEvent } from '../../repo/types.ts';
 
 /**
  * node:http and node:https by require, not fetch() and not `import`: both load undici, Node's

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { TransferEvent } from '../../report/progress.ts';
+import type { TransferEvent } from '../../repo/types.ts';
 import { ConfigError, InputError } from '../../errors.ts';
 import { loadCredentials, type GitCredentials } from './auth.ts';
 import type { GitRemoteConfig } from './config.ts';

@@ -1,5 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
-import type { TransferEvent } from '../../report/progress.ts';
+import type { TransferEvent } from '../../repo/types.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
