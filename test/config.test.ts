@@ -24,7 +24,8 @@ test('defaults are those of DESIGN.md', (t) => {
   t.is(target.strategy, 'revert');
   t.is(target.confirmations, 2);
   t.is(target.stuckAfterMs, 15 * 60_000);
-  t.deepEqual(target.onFailure, { analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' });
+  // resolved once, as the pipeline reads it: durations in milliseconds
+  t.deepEqual(target.onFailure, { analysis: 'revert', promotion: { waitMs: 10 * 60_000, then: 'revert' }, stuck: 'alert' });
   t.deepEqual(config.pullRequest.labels, ['lastgood', 'rollback']);
 });
 

@@ -7,7 +7,7 @@ import { deployment } from './support/objects.ts';
 
 const now = new Date('2026-11-01T12:20:00Z');
 const ev = (state: Evidence['state'], extra: Partial<Evidence> = {}): Evidence => ({ apiVersion: 'flagger.app/v1beta1', kind: 'Canary', groupKind: 'flagger.app/Canary', namespace: 'prod', name: 'podinfo', state, reason: 'R', message: '', ...extra });
-const target = { name: 't', stuckAfterMs: 15 * 60_000, confirmations: 2, onFailure: { analysis: 'revert' as const, promotion: { wait: '10m', then: 'revert' as const }, stuck: 'alert' as const } };
+const target = { name: 't', stuckAfterMs: 15 * 60_000, confirmations: 2, onFailure: { analysis: 'revert' as const, promotion: { waitMs: 10 * 60_000, then: 'revert' as const }, stuck: 'alert' as const } };
 
 test('verdict: any failed object fails the target; promotion only when every failure says so', (t) => {
   t.is(verdictFor(target, [ev('healthy'), ev('failed', { failureClass: 'analysis' })], now).class, 'analysis');

@@ -105,7 +105,7 @@ test('URLs from config: an env var it names, or a file (a mounted Secret); event
     const { log } = capture();
     const report = { targets: [outcome({ action: 'alert' }), outcome({ name: 'x', action: 'revert', commit: 'c'.repeat(40), created: true })] };
     await notify(report, {
-      config: { webhook: { urlFrom: { env: 'MY_HOOK' } }, slack: { urlFrom: { file } }, events: ['reverted'], timeout: '5s' },
+      config: { webhook: { urlFrom: { env: 'MY_HOOK' } }, slack: { urlFrom: { file } }, events: ['reverted'], timeoutMs: 5_000 },
       env: { MY_HOOK: server.url('/from-env'), LASTGOOD_WEBHOOK_URL: server.url('/ignored') },
       log, now,
     });
@@ -128,7 +128,7 @@ test('failures to notify are logged without the URL and never throw: 500, refuse
     const a = await notify(report, { env: { LASTGOOD_WEBHOOK_URL: failing.url(SECRET_PATH), LASTGOOD_SLACK_WEBHOOK_URL: closedUrl }, log, now });
     t.deepEqual(a.map((d) => d.ok), [false, false]);
     t.regex(a.find((d) => d.channel === 'webhook')!.detail, /HTTP 500/);
-    const b = await notify(report, { config: { webhook: { urlFrom: { env: 'SLOW' } }, slack: { urlFrom: { file: '/nonexistent/slack-url' } }, events: ['alert'], timeout: '200ms' }, env: { SLOW: slow.url(SECRET_PATH) }, log, now });
+    const b = await notify(report, { config: { webhook: { urlFrom: { env: 'SLOW' } }, slack: { urlFrom: { file: '/nonexistent/slack-url' } }, events: ['alert'], timeoutMs: 200 }, env: { SLOW: slow.url(SECRET_PATH) }, log, now });
     t.is(b.length, 1);
     t.regex(b[0]!.detail, /no answer within 0\.2s/);
     const logged = JSON.stringify(lines);

@@ -5,7 +5,7 @@ import { decide, type DecideTarget } from '../src/decide/decide.ts';
 import type { ActionKind, Evidence, GuardName, RepoGuards } from '../src/decide/types.ts';
 import { verdictFor } from '../src/decide/verdict.ts';
 import { parseConfig } from '../src/config/load.ts';
-import { resolveTarget } from '../src/config/schema.ts';
+import { resolveOnFailure, resolveTarget } from '../src/config/schema.ts';
 
 /** Policies × failure classes × guards, with plain data and a fixed clock (issue 7). */
 
@@ -35,8 +35,9 @@ const application = (state: Evidence['state'], reason: string): Evidence => ({
 });
 
 const DEFAULTS: OnFailureConfig = { analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' };
+// policies are stated as lastgood.yaml writes them, and resolved as the config loader resolves them
 const baseTarget = {
-  name: 'podinfo-prod', stuckAfterMs: 15 * 60_000, confirmations: 2, onFailure: DEFAULTS,
+  name: 'podinfo-prod', stuckAfterMs: 15 * 60_000, confirmations: 2, onFailure: resolveOnFailure(DEFAULTS),
   settle: true, maxAgeMs: 20 * 60_000 as number | undefined, cooldownMs: 30 * 60_000, freezeUntil: undefined as string | undefined,
 };
 
@@ -123,7 +124,7 @@ const rows: Row[] = [
 ];
 
 function decideRow(row: Row) {
-  const target = { ...baseTarget, ...row.target, onFailure: { ...DEFAULTS, ...row.onFailure } };
+  const target = { ...baseTarget, ...row.target, onFailure: resolveOnFailure({ ...DEFAULTS, ...row.onFailure }) };
   const verdict = verdictFor(target, row.evidence, now);
   return decide({ verdict, target, now, observations: row.observations ?? 1, guards: row.guards });
 }
@@ -198,7 +199,7 @@ test('property: with alert or none for a class, no input yields a revert (or a h
         const others = CLASSES.filter((c) => c !== cls);
         const onFailure = { [cls]: safe, [others[0]!]: other1, [others[1]!]: other2 } as OnFailureConfig;
         const target = {
-          ...baseTarget, onFailure, confirmations, settle,
+          ...baseTarget, onFailure: resolveOnFailure(onFailure), confirmations, settle,
           maxAgeMs: maxAgeMin === undefined ? undefined : maxAgeMin * 60_000, cooldownMs: cooldownMin * 60_000,
           freezeUntil: freezeMin === undefined ? undefined : new Date(now.getTime() + freezeMin * 60_000).toISOString(),
         };
@@ -218,7 +219,7 @@ test('property: with alert or none for a class, no input yields a revert (or a h
 test('property: decide is pure (same input, same decision) and always gives a reason', (t) => {
   fc.assert(
     fc.property(fc.array(evidenceArb, { minLength: 1, maxLength: 4 }), anyPolicy, anyPolicy, anyPolicy, fc.integer({ min: 1, max: 3 }), guardsArb, (evidence, a, p, s, observations, guards) => {
-      const target = { ...baseTarget, onFailure: { analysis: a, promotion: p, stuck: s } };
+      const target = { ...baseTarget, onFailure: resolveOnFailure({ analysis: a, promotion: p, stuck: s }) };
       const verdict = verdictFor(target, evidence, now);
       const one = decide({ verdict, target, now, observations, guards });
       const two = decide({ verdict: structuredClone(verdict), target, now, observations, guards });
@@ -255,9 +256,9 @@ test('config: guard defaults, and per-target overrides', (t) => {
   t.is(ct.maxAgeMs, 3_600_000);
   t.is(ct.cooldownMs, 0);
   t.is(ct.freezeUntil, '2026-12-24T00:00:00Z');
-  t.deepEqual(ct.onFailure.analysis, { hook: { url: 'https://hooks.example/heal', timeout: '60s' }, then: 'revert', onHookFailure: 'alert' });
-  t.deepEqual(ct.onFailure.stuck, { hook: { command: ['./heal.sh', '--fast'], timeout: '5s' }, then: 'none', onHookFailure: 'revert' });
-  t.deepEqual(ct.onFailure.promotion, { wait: '10m', then: 'revert' });
+  t.deepEqual(ct.onFailure.analysis, { hook: { url: 'https://hooks.example/heal', timeoutMs: 60_000 }, then: 'revert', onHookFailure: 'alert' });
+  t.deepEqual(ct.onFailure.stuck, { hook: { command: ['./heal.sh', '--fast'], timeoutMs: 5_000 }, then: 'none', onHookFailure: 'revert' });
+  t.deepEqual(ct.onFailure.promotion, { waitMs: 10 * 60_000, then: 'revert' });
 });
 
 test('config: a wait as long as maxAge is refused (it could never act)', (t) => {

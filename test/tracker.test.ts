@@ -14,7 +14,7 @@ const target: TrackedTarget & { name: string } = {
   name: 'podinfo-prod',
   confirmations: 2,
   stuckAfterMs: 15 * MIN,
-  onFailure: { analysis: 'revert', promotion: { wait: '10m', then: 'revert' }, stuck: 'alert' },
+  onFailure: { analysis: 'revert', promotion: { waitMs: 10 * MIN, then: 'revert' }, stuck: 'alert' },
   settle: false,
 };
 
@@ -161,7 +161,7 @@ test('a new failing revision is a new failure; a healthy observation forgets wha
 test('property: a policy wait fires on time — held until it ends, and looked at again exactly then', (t) => {
   fc.assert(fc.property(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 0, max: 29 * MIN }), (waitMin, elapsed) => {
     fc.pre(elapsed < waitMin * MIN);
-    const tgt: TrackedTarget = { ...target, onFailure: { ...target.onFailure, promotion: { wait: `${waitMin}m`, then: 'revert' } }, maxAgeMs: undefined };
+    const tgt: TrackedTarget = { ...target, onFailure: { ...target.onFailure, promotion: { waitMs: waitMin * MIN, then: 'revert' } }, maxAgeMs: undefined };
     const now = T0 + elapsed;
     const v = verdict('failed', now, { since: T0, terminal: true, cls: 'promotion' });
     const track = observe(NEW_TRACK, v, now);
@@ -279,6 +279,6 @@ test('alerts and hooks are acts too; none is not', (t) => {
   const track = observe(NEW_TRACK, v, T0);
   t.true(evaluate(track, { ...input(v, T0), target: { ...target, onFailure: { ...target.onFailure, analysis: 'alert' } } }).act);
   t.false(evaluate(track, { ...input(v, T0), target: { ...target, onFailure: { ...target.onFailure, analysis: 'none' } } }).act);
-  const hook = { hook: { command: ['true'], timeout: '10s' }, then: 'none' as const, onHookFailure: 'alert' as const };
+  const hook = { hook: { command: ['true'], timeoutMs: 10_000 }, then: 'none' as const, onHookFailure: 'alert' as const };
   t.true(evaluate(track, { ...input(v, T0), target: { ...target, onFailure: { ...target.onFailure, analysis: hook } } }).act);
 });

@@ -350,6 +350,44 @@ export type TargetConfig = z.output<typeof Target>;
 export type PolicyConfig = z.output<typeof Policy>;
 export type OnFailureConfig = z.output<typeof OnFailure>;
 export type HookSpecConfig = z.output<typeof HookSpec>;
+
+type ActionName = z.output<typeof Action>;
+/** A hook as the pipeline runs it: its timeout resolved to milliseconds. */
+export type ResolvedHook = ({ url: string } | { command: string[]; env?: z.output<typeof HookEnv> }) & { timeoutMs: number };
+/**
+ * A failure class's policy as the pipeline reads it (issue 38): every duration resolved once, here,
+ * when the config is loaded; no stage parses one again.
+ */
+export type ResolvedPolicy =
+  | ActionName
+  | { then: Exclude<ActionName, 'none'>; waitMs: number }
+  | { hook: ResolvedHook; waitMs?: number; then: ActionName; onHookFailure: ActionName };
+export type ResolvedOnFailure = Record<keyof OnFailureConfig, ResolvedPolicy>;
+
+export function resolvePolicy(policy: PolicyConfig): ResolvedPolicy {
+  if (typeof policy === 'string') return policy;
+  if (!('hook' in policy)) return { then: policy.then, waitMs: parseDuration(policy.wait)! };
+  const { timeout, ...spec } = policy.hook;
+  return {
+    hook: { ...spec, timeoutMs: parseDuration(timeout)! },
+    ...(policy.wait !== undefined ? { waitMs: parseDuration(policy.wait)! } : {}),
+    then: policy.then,
+    onHookFailure: policy.onHookFailure,
+  };
+}
+
+/** Notifications as report/notify.ts sends them: the timeout resolved to milliseconds. */
+export type ResolvedNotify = Omit<NotifyConfig, 'timeout'> & { timeoutMs: number };
+
+export function resolveNotify(notify: NotifyConfig | undefined): ResolvedNotify | undefined {
+  if (!notify) return undefined;
+  const { timeout, ...rest } = notify;
+  return { ...rest, timeoutMs: parseDuration(timeout)! };
+}
+
+export function resolveOnFailure(onFailure: OnFailureConfig): ResolvedOnFailure {
+  return { analysis: resolvePolicy(onFailure.analysis), promotion: resolvePolicy(onFailure.promotion), stuck: resolvePolicy(onFailure.stuck) };
+}
 export type NotifyConfig = z.output<typeof Notify>;
 export type ControllerConfig = z.output<typeof Controller>;
 export type SecretRefConfig = z.output<typeof SecretRef>;
@@ -363,7 +401,7 @@ export interface ResolvedTarget {
   strategy: z.output<typeof Strategy>;
   confirmations: number;
   stuckAfterMs: number;
-  onFailure: OnFailureConfig;
+  onFailure: ResolvedOnFailure;
   freeze: 'auto' | 'off';
   /** hold a revert while another promotion or sync of the target is in flight */
   settle: boolean;
@@ -392,7 +430,7 @@ export function resolveTarget(config: Config, target: TargetConfig): ResolvedTar
     strategy: target.strategy ?? d.strategy,
     confirmations: target.confirmations ?? d.confirmations,
     stuckAfterMs: parseDuration(target.stuckAfter ?? d.stuckAfter)!,
-    onFailure: { ...d.onFailure, ...target.onFailure },
+    onFailure: resolveOnFailure({ ...d.onFailure, ...target.onFailure }),
     freeze: target.freeze ?? d.freeze,
     settle: target.settle ?? d.settle,
     maxAgeMs: offOrMs(target.maxAge ?? d.maxAge),

@@ -5,7 +5,6 @@
  * freeze), the last-known-good it knows of, and the last thing it did. Pure: built from the
  * controller's own state (the tracker's evaluation, decide's decision), read by nothing else.
  */
-import { parseDuration } from '../config/duration.ts';
 import type { ResolvedTarget } from '../config/schema.ts';
 import type { Evaluation, Track } from '../decide/tracker.ts';
 import type { RepoGuards } from '../decide/types.ts';
@@ -108,7 +107,7 @@ function waitingFor(slot: SlotView, e: Evaluation): TargetStatus['waitingFor'] {
     until = e.nextAt;
   } else if (guard === 'wait' && failedAt !== undefined) {
     const policy = target.onFailure[e.verdict.class ?? (e.verdict.verdict === 'stuck' ? 'stuck' : 'analysis')];
-    const wait = typeof policy === 'object' && policy.wait !== undefined ? parseDuration(policy.wait) : undefined;
+    const wait = typeof policy === 'object' ? policy.waitMs : undefined;
     if (wait !== undefined) until = failedAt + wait;
   } else if (guard === 'cooldown' && slot.guards?.lastRevert && target.cooldownMs) {
     until = Date.parse(slot.guards.lastRevert.at) + target.cooldownMs;

@@ -1,5 +1,5 @@
-import { formatDuration, parseDuration } from '../config/duration.ts';
-import type { HookSpecConfig, PolicyConfig, ResolvedTarget } from '../config/schema.ts';
+import { formatDuration } from '../config/duration.ts';
+import type { ResolvedHook, ResolvedPolicy, ResolvedTarget } from '../config/schema.ts';
 import { ageMs } from '../observe/times.ts';
 import { holdsOf, inFlightOf } from './guards.ts';
 import type { ActionKind, Decision, GuardName, HookPlan, RepoGuards, Verdict } from './types.ts';
@@ -41,7 +41,7 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
   if (verdict.verdict === 'healthy') return { action: 'none', reason: 'healthy' };
   if (verdict.verdict === 'progressing') return { action: 'none', reason: verdict.summary };
   const cls = verdict.class ?? (verdict.verdict === 'stuck' ? 'stuck' : 'analysis');
-  const policy: PolicyConfig = target.onFailure[cls];
+  const policy: ResolvedPolicy = target.onFailure[cls];
   if (policy === 'none') return { action: 'none', reason: `${verdict.summary}, ignored: the policy for ${cls} failures is none` };
 
   const failedAt = failureTime(verdict, target);
@@ -65,14 +65,14 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
   } else {
     action = policy.then;
     if ('hook' in policy) hook = hookPlan(policy.hook, policy.then, policy.onHookFailure);
-    if (policy.wait !== undefined) {
-      const waitMs = parseDuration(policy.wait)!;
+    const { waitMs } = policy;
+    if (waitMs !== undefined) {
       const then = hook ? `${describeHook(hook)}, then ${action}` : action;
       if (age === undefined || age < waitMs) {
-        const left = age === undefined ? `${policy.wait} (no failure time is known)` : `${formatDuration(waitMs - age)} more`;
+        const left = age === undefined ? `${formatDuration(waitMs)} (no failure time is known)` : `${formatDuration(waitMs - age)} more`;
         return held('wait', 'wait', `${parts.join(', ')}, waiting ${left} for it to heal, then ${then}`);
       }
-      parts.push(`not healed within ${policy.wait}`);
+      parts.push(`not healed within ${formatDuration(waitMs)}`);
     }
   }
   if (hook) parts.push(describeHook(hook));
@@ -139,9 +139,8 @@ function failureTime(verdict: Verdict, target: DecideTarget): number | undefined
   return verdict.verdict === 'stuck' ? since + (target.stuckAfterMs ?? 0) : since;
 }
 
-function hookPlan(spec: HookSpecConfig, then: Exclude<ActionKind, 'wait'>, onFailure: Exclude<ActionKind, 'wait'>): HookPlan {
-  const timeoutMs = parseDuration(spec.timeout)!;
-  return { spec: 'url' in spec ? { url: spec.url } : { command: spec.command, ...(spec.env ? { env: spec.env } : {}) }, timeoutMs, then, onFailure };
+function hookPlan(hook: ResolvedHook, then: Exclude<ActionKind, 'wait'>, onFailure: Exclude<ActionKind, 'wait'>): HookPlan {
+  return { spec: 'url' in hook ? { url: hook.url } : { command: hook.command, ...(hook.env ? { env: hook.env } : {}) }, timeoutMs: hook.timeoutMs, then, onFailure };
 }
 
 /** Names a hook without its URL (a URL may carry a token). */

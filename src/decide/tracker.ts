@@ -26,7 +26,7 @@
  *   it otherwise right before (a failure, another revision): a flapping target starts its soak
  *   again at every healthy observation that follows another state.
  */
-import { formatDuration, parseDuration } from '../config/duration.ts';
+import { formatDuration } from '../config/duration.ts';
 import { decide, type DecideTarget } from './decide.ts';
 import { failingRevision } from './guards.ts';
 import { healthyRevision, soaked, type HealthyRun, type Soak } from './soak.ts';
@@ -207,5 +207,5 @@ function failureTime(verdict: Verdict, target: TrackedTarget): number | undefine
 function policyWaitMs(verdict: Verdict, target: TrackedTarget): number | undefined {
   const cls = verdict.class ?? (verdict.verdict === 'stuck' ? 'stuck' : 'analysis');
   const policy = target.onFailure[cls];
-  return typeof policy === 'object' && policy.wait !== undefined ? parseDuration(policy.wait) : undefined;
+  return typeof policy === 'object' ? policy.waitMs : undefined;
 }

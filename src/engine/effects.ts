@@ -1,4 +1,5 @@
 /** What surrounds a revert: commit links, recovery hooks, notifications, closing superseded revert requests. */
+import { resolveNotify } from '../config/schema.ts';
 import type { HookPlan, Verdict } from '../decide/types.ts';
 import { hookPayload, runHook } from '../decide/hook.ts';
 import { notify } from '../report/notify.ts';
@@ -48,7 +49,7 @@ export async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'con
   if (opts.dryRun) return;
   const commitUrl = commitLinks(opts);
   await notify(report, {
-    config: opts.config.notify, env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
+    ...(opts.config.notify ? { config: resolveNotify(opts.config.notify)! } : {}), env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
     claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log),
   });
 }

@@ -9,8 +9,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { parseDuration } from '../config/duration.ts';
-import type { NotifyConfig, SecretRefConfig } from '../config/schema.ts';
+import type { ResolvedNotify, SecretRefConfig } from '../config/schema.ts';
 import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact, registerSecret } from '../errors.ts';
 import { scrubbedCopy } from '../scrub.ts';
@@ -24,7 +23,8 @@ export interface Channel {
 }
 
 export interface NotifyOptions {
-  config?: NotifyConfig;
+  /** the config's `notify`, resolved (config/schema.ts resolveNotify) */
+  config?: ResolvedNotify;
   env?: Record<string, string | undefined>;
   log: Pick<Logger, 'warn' | 'info' | 'debug'>;
   now: Date;
@@ -48,6 +48,8 @@ export interface Delivery {
 }
 
 const DEFAULT_EVENTS: NotifyEventName[] = ['alert', 'reverted', 'revert-failed'];
+/** the schema's default `notify.timeout` (10s), where no config is given */
+const DEFAULT_TIMEOUT_MS = 10_000;
 const ENV_DEFAULTS: Record<ChannelKind, string> = { webhook: 'LASTGOOD_WEBHOOK_URL', slack: 'LASTGOOD_SLACK_WEBHOOK_URL' };
 
 /** Which notification an outcome calls for, if any. */
@@ -106,7 +108,7 @@ export async function notify(report: Report, opts: NotifyOptions): Promise<Deliv
   if (channels.length === 0) return [];
   const pending: typeof candidates = [];
   for (const c of candidates) if (c.event !== 'reverted' || !opts.claim || (await opts.claim(c.t, c.event))) pending.push(c);
-  const timeoutMs = parseDuration(opts.config?.timeout ?? '10s')!;
+  const timeoutMs = opts.config?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const sends = pending.flatMap(({ t, event }) =>
     channels.map(async (channel): Promise<Delivery> => {
       // scrubbed again on the way out (evidence was scrubbed where it entered)
