@@ -31,6 +31,7 @@ import { decide, type DecideTarget } from './decide.ts';
 import { failingRevision } from './guards.ts';
 import { healthyRevision, soaked, type HealthyRun, type Soak } from './soak.ts';
 import type { Decision, RepoGuards, Verdict, VerdictState } from './types.ts';
+import { backoffDelay } from '../retry.ts';
 
 /** The target settings the tracker reads (decide's, with stuckAfter). */
 export type TrackedTarget = DecideTarget & { stuckAfterMs: number };
@@ -117,7 +118,7 @@ export const RETRY_BASE_MS = 1000;
 export const RETRY_MAX_MS = 5 * 60_000;
 
 export function retryDelay(attempts: number): number {
-  return Math.min(RETRY_BASE_MS * 2 ** Math.max(0, attempts - 1), RETRY_MAX_MS);
+  return backoffDelay(attempts - 1, { baseMs: RETRY_BASE_MS, maxMs: RETRY_MAX_MS });
 }
 
 /** What decide says about the target now, whether the door should act, and when to look again. */

@@ -1,4 +1,5 @@
 import { RemoteError, redact } from '../errors.ts';
+import { backoffDelay, sleep } from '../retry.ts';
 
 /**
  * The `fetch` every host API client (gitbeaker, gitea-js, openapi-fetch, the Azure DevOps calls)
@@ -49,7 +50,6 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
   return Number.isNaN(at) ? undefined : Math.max(0, (at - now) / 1000);
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function createHostFetch(opts: HostFetchOptions): HostFetch {
   const origin = new URL(opts.apiBase).origin;
@@ -102,7 +102,7 @@ export function createHostFetch(opts: HostFetchOptions): HostFetch {
       } catch (error) {
         // a dropped connection or a timeout: a POST may have been applied, so only the others are sent again
         if (method === 'POST' || attempt >= maxRetries) throw new RemoteError(opts.system, `${method} ${redact(url.origin + url.pathname)}: ${(error as Error).message}`, { cause: error });
-        await sleep(unit * 2 ** attempt * 0.25);
+        await sleep(backoffDelay(attempt, { baseMs: unit / 4 }));
         continue;
       }
       const wait = retryAfterSeconds(response.headers.get('retry-after'));
@@ -110,7 +110,7 @@ export function createHostFetch(opts: HostFetchOptions): HostFetch {
       const retriable = limited || (response.status >= 500 && method !== 'POST');
       if (!retriable || attempt >= maxRetries) return response;
       await response.body?.cancel();
-      await sleep(Math.min(maxWait, wait !== undefined ? wait * unit : unit * 2 ** attempt * 0.25));
+      await sleep(Math.min(maxWait, wait !== undefined ? wait * unit : backoffDelay(attempt, { baseMs: unit / 4 })));
     }
   };
   return {

@@ -18,6 +18,7 @@ import {
 import { scrubDeep } from '../scrub.ts';
 import { checkStatusTimes } from './times.ts';
 import { groupKind, objectKey, type KubeObject, type Observed } from './types.ts';
+import { backoffDelay } from '../retry.ts';
 
 export interface WatchedKind {
   apiVersion: string;
@@ -160,7 +161,7 @@ export function watchObjects(kc: KubeConfig, kinds: WatchedKind[], handlers: Wat
     if (stopping || inf.timer) return;
     inf.failures++;
     restarts++;
-    const delay = Math.min(backoffMs * 2 ** (inf.failures - 1), maxBackoffMs);
+    const delay = backoffDelay(inf.failures - 1, { baseMs: backoffMs, maxMs: maxBackoffMs });
     handlers.restart?.(inf.kind, error, delay);
     inf.timer = setTimeout(() => {
       inf.timer = undefined;

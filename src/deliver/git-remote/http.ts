@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import type * as Http from 'node:http';
 import { createRequire } from 'node:module';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
@@ -20,6 +19,7 @@ import type { GitCredentials } from './auth.ts';
  */
 
 import type { TransferEvent } from '../../repo/types.ts';
+import { retry } from '../../retry.ts';
 
 /**
  * node:http and node:https by require, not fetch() and not `import`: both load undici, Node's
@@ -125,17 +125,14 @@ export class SmartHttp {
     }
   }
 
-  private async withRetries<T>(what: string, service: Service, fn: () => Promise<T>): Promise<T> {
-    const attempts = this.opts.attempts ?? 4;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (error) {
-        if (!(error instanceof TransientHttpError) || attempt >= attempts) throw this.wrap(what, service, error, attempt);
-        const base = (this.opts.backoffMs ?? 250) * 2 ** (attempt - 1);
-        await new Promise((resolve) => setTimeout(resolve, base + randomInt(Math.max(1, Math.floor(base / 2)))));
-      }
-    }
+  private withRetries<T>(what: string, service: Service, fn: () => Promise<T>): Promise<T> {
+    return retry(fn, {
+      attempts: this.opts.attempts ?? 4,
+      backoff: { baseMs: this.opts.backoffMs ?? 250, spread: 0.5 },
+      onFailure: (error, attempt, last) => {
+        if (!(error instanceof TransientHttpError) || last) throw this.wrap(what, service, error, attempt);
+      },
+    });
   }
 
   private wrap(what: string, service: Service, error: unknown, attempts = 1): Error {

@@ -1,8 +1,9 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { diskError, RemoteError } from '../../errors.ts';
 import { indexPack, type ExternalBase, type IndexedPack } from './pack-index.ts';
+import { backoffDelay, sleep } from '../../retry.ts';
 
 /**
  * The bare mirror of a remote repository on disk: what lastgood fetched, in git's own layout
@@ -192,7 +193,7 @@ export class Mirror {
           // gone meanwhile
         }
         if (Date.now() > deadline) throw new RemoteError('git', `the mirror ${this.gitdir} stayed locked (${lock}); if no lastgood process uses it, remove the file`);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(100, 2 * 2 ** Math.min(attempt, 6)) + randomInt(10)));
+        await sleep(backoffDelay(attempt, { baseMs: 2, maxMs: 100, spreadMs: 10 }));
       }
     }
     try {

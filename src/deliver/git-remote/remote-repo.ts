@@ -19,6 +19,7 @@ import { PackError, type IndexedPack, type ObjectType } from './pack-index.ts';
 import { writePack } from './pack-write.ts';
 import { discoverReceivePack, discoverUploadPack, lsRefs, pushPack, ZERO_OID, type FetchResponse, type ReceivePackAdvert, type UploadPack } from './protocol.ts';
 import type { CommitSigner } from './signing.ts';
+import { backoffDelay, sleep } from '../../retry.ts';
 
 /**
  * A repository on any git host, over smart HTTP (issue 12). Reads go to a LocalRepo over a bare
@@ -76,7 +77,7 @@ function missingOid(error: unknown): string | undefined {
   return undefined;
 }
 
-const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve, 20 * 2 ** Math.min(attempt, 4) + randomInt(100)));
+const jitter = (attempt: number) => sleep(backoffDelay(attempt, { baseMs: 20, maxMs: 320, spreadMs: 100 }));
 
 export class RemoteRepo implements RepoBackend {
   readonly kind = 'git';

@@ -1,6 +1,7 @@
 import type { Octokit } from '@octokit/rest';
 import type { NotesStore, Observation, RecordResult, VerifiedRecord } from '../../history/notes.ts';
 import { isLostAnswer, SEND_ONCE, type GitHubGraphQL } from './graphql.ts';
+import { retry } from '../../retry.ts';
 
 /**
  * Verified last-known-good records on GitHub, as Deployments: GitHub's own model of "which commit
@@ -76,17 +77,16 @@ export function environmentName(template: string | undefined, target: string): s
  * target; its latest status) before it is sent again. One deployment and one status per
  * observation, however the answers go.
  */
-async function settleOnce<T>(send: () => Promise<T>, landed: () => Promise<T | undefined>, attempts: number, unitMs: number): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await send();
-    } catch (error) {
-      if (!isLostAnswer(error) || attempt >= attempts) throw error;
+function settleOnce<T>(send: () => Promise<T>, landed: () => Promise<T | undefined>, attempts: number, unitMs: number): Promise<T> {
+  return retry(send, {
+    attempts,
+    backoff: { baseMs: unitMs },
+    onFailure: async (error, _attempt, last) => {
+      if (!isLostAnswer(error) || last) throw error;
       const found = await landed();
-      if (found !== undefined) return found;
-      await new Promise((r) => setTimeout(r, unitMs * 2 ** (attempt - 1)));
-    }
-  }
+      return found !== undefined ? { value: found } : undefined;
+    },
+  });
 }
 
 export function openDeploymentRecords(opts: DeploymentsOptions): NotesStore {

@@ -14,6 +14,7 @@ import { gitBlobOid as gitBlobOidOf, GitHubReads, symlinkRefusal } from './reads
 import { planCommit, restWarning, splitMessage, type CommitPlan } from './commit.ts';
 import { openDeploymentRecords } from './deployments.ts';
 import { claimOnGitHub } from './receipts.ts';
+import { backoffDelay, retry as retrying, sleep } from '../../retry.ts';
 
 /**
  * GitHub backend: reads and writes a repository through GitHub's API, without a clone, in as few
@@ -252,20 +253,18 @@ class GitHubRepo implements GitHubBackend {
    * backoff. `uncertain`: an answer was lost, so what `landed` found may be this run's own write.
    */
   private async settle<T>(send: () => Promise<T>, landed: () => Promise<T | undefined>): Promise<{ value: T; uncertain: boolean }> {
-    const attempts = (this.opts.maxRetries ?? 3) + 1;
-    const unit = this.opts.retryUnitMs ?? 1000;
     let uncertain = false;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return { value: await send(), uncertain };
-      } catch (error) {
-        if (!isLostAnswer(error) || attempt >= attempts) throw error;
+    const value = await retrying(send, {
+      attempts: (this.opts.maxRetries ?? 3) + 1,
+      backoff: { baseMs: this.opts.retryUnitMs ?? 1000 },
+      onFailure: async (error, _attempt, last) => {
+        if (!isLostAnswer(error) || last) throw error;
         uncertain = true;
         const found = await landed();
-        if (found !== undefined) return { value: found, uncertain };
-        await new Promise((r) => setTimeout(r, unit * 2 ** (attempt - 1)));
-      }
-    }
+        return found !== undefined ? { value: found } : undefined;
+      },
+    });
+    return { value, uncertain };
   }
 
   /** The branch's head, read now (not from the cache), if it is this change's commit: on change.parent, with its trailers. */
@@ -706,7 +705,7 @@ class GitHubRepo implements GitHubBackend {
         // the same document again needs the branch as it is now (it may exist after a partial write)
         ctx = await this.pullRequestContext(change.branch, branch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] });
         if (ctx.pull) return { raced: ctx.pull, uncertain };
-        await new Promise((r) => setTimeout(r, (this.opts.retryUnitMs ?? 1000) * 2 ** (attempt - 1)));
+        await sleep(backoffDelay(attempt - 1, { baseMs: this.opts.retryUnitMs ?? 1000 }));
       }
     }
   }
@@ -886,7 +885,7 @@ class GitHubRepo implements GitHubBackend {
         return;
       }
       if (data.mergeable === false) break;
-      await new Promise((r) => setTimeout(r, unit * (attempt + 1))); // GitHub computes mergeability in the background
+      await sleep(backoffDelay(attempt, { baseMs: unit })); // GitHub computes mergeability in the background
     }
     warn(`auto-merge of #${number} skipped: GitHub does not report it mergeable`);
   }

@@ -3,6 +3,7 @@ import type { Octokit } from '@octokit/rest';
 import { RemoteError } from '../../errors.ts';
 import { formatReceipt, type Receipt } from '../../history/notes.ts';
 import { isLostAnswer, SEND_ONCE } from './graphql.ts';
+import { backoffDelay, sleep } from '../../retry.ts';
 
 /**
  * Claims of a revert's side effects on GitHub (history/notes.ts Receipt; issue 19: the notification
@@ -54,7 +55,7 @@ export async function claimOnGitHub(octokit: Octokit, repo: { owner: string; rep
       if (!isLostAnswer(error) || attempt >= attempts) throw fail(error);
       const now = await current();
       if (now !== undefined) return now === blob;
-      await new Promise((r) => setTimeout(r, (opts.retryUnitMs ?? 1000) * 2 ** (attempt - 1)));
+      await sleep(backoffDelay(attempt - 1, { baseMs: opts.retryUnitMs ?? 1000 }));
     }
   }
 }

@@ -1,7 +1,8 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { InputError, RemoteError } from '../../errors.ts';
+import { gitLockfileDelay } from '../../retry.ts';
 
 /**
  * Git's own discipline for writing a repository on disk, for the local backend and the notes
@@ -159,8 +160,7 @@ export class LockFile {
     let seen: string | undefined;
     const createdDirs: string[] = [];
     const label = opts.label ?? 'ref';
-    // lockfile.c: the n-th wait is about n² ms (±25%), at most 1 s
-    let multiplier = 1;
+    // lockfile.c: the n-th wait is about n² ms (±25%), at most 1 s (retry.ts gitLockfileDelay)
     let n = 1;
     for (let folderTries = 0; ; ) {
       let handle: fs.promises.FileHandle;
@@ -191,11 +191,7 @@ export class LockFile {
           await removeEmptyDirs(createdDirs);
           throw new LockHeldError(lockPath, error);
         }
-        await sleep(Math.min(((750 + randomInt(500)) * multiplier) / 1000, Math.max(1, deadline - Date.now())));
-        if (multiplier < 1000) {
-          multiplier = Math.min(1000, multiplier + 2 * n + 1);
-          n++;
-        }
+        await sleep(Math.min(gitLockfileDelay(n++), Math.max(1, deadline - Date.now())));
         continue;
       }
       const lock = new LockFile(target, handle, createdDirs, opts);

@@ -18,6 +18,7 @@ import { ConfigError, RemoteError, registerSecret } from '../../../errors.ts';
 import { parseGoFloat } from '../../expr.ts';
 import type { MetricValue } from '../../types.ts';
 import { QueryRejected, type MetricProvider, type ProviderContext, type ProviderSettings } from '../types.ts';
+import { backoffDelay, sleep } from '../../../retry.ts';
 
 const Sample = z.tuple([z.number(), z.string()]);
 const Answer = z.discriminatedUnion('status', [
@@ -112,7 +113,7 @@ export function createPrometheus(address: string, settings: ProviderSettings, ct
         } catch (error) {
           failure = error;
         }
-        if (attempt === 0) await new Promise((r) => setTimeout(r, RETRY_DELAY_MS));
+        if (attempt === 0) await sleep(backoffDelay(attempt, { baseMs: RETRY_DELAY_MS }));
       }
       if (!answer) {
         const cause = failure as { name?: string; message?: string; cause?: { code?: string; message?: string } };
