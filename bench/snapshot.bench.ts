@@ -95,7 +95,7 @@ function filler(i: number): string {
 
 /** The demo cluster's objects and `objects - 3` fillers, in one List. */
 export function writeSnapshot(file: string, objects: number): void {
-  const demo = readFileSync(path.join(ROOT, 'demo/cluster.yaml'), 'utf8');
+  const demo = readFileSync(path.join(ROOT, 'templates/demo/cluster.yaml'), 'utf8');
   const items = demo.slice(demo.indexOf('items:\n') + 'items:\n'.length);
   const parts = ['apiVersion: v1\nkind: List\nitems:\n', items.endsWith('\n') ? items : `${items}\n`];
   const demoObjects = (items.match(/^ {2}- apiVersion:/gm) ?? []).length;
@@ -139,7 +139,7 @@ export default async function* () {
     const repo = path.join(dir, 'gitops');
     await buildDemoRepo(repo);
     const config = path.join(dir, 'lastgood.yaml');
-    writeFileSync(config, readFileSync(path.join(ROOT, 'demo/lastgood.yaml'), 'utf8').replace(/url: \S+/, `url: ${repo}`));
+    writeFileSync(config, readFileSync(path.join(ROOT, 'templates/demo/lastgood.yaml'), 'utf8').replace(/url: \S+/, `url: ${repo}`));
     const snapshot = path.join(dir, 'cluster.yaml');
     writeSnapshot(snapshot, OBJECTS);
     const bytes = statSync(snapshot).size;

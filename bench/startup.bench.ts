@@ -55,7 +55,7 @@ export default async function* startup(): AsyncIterable<Record<string, unknown> 
   const dir = mkdtempSync(path.join(os.tmpdir(), 'lastgood-bench-startup-'));
   const config = path.join(dir, 'lastgood.yaml');
   writeFileSync(config, `repo:\n  url: ${url}\n  insecure: true\ntargets:\n  - name: podinfo-prod\n    paths: [apps/podinfo/overlays/prod/]\n    resources:\n      - { apiVersion: flagger.app/v1beta1, kind: Canary, namespace: prod, name: podinfo }\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
-  const args = ['run', '--config', config, '--snapshot', path.join(ROOT, 'demo/cluster.yaml'), '--now', '2026-11-21T09:52:00Z'];
+  const args = ['run', '--config', config, '--snapshot', path.join(ROOT, 'templates/demo/cluster.yaml'), '--now', '2026-11-21T09:52:00Z'];
 
   const variants: Variant[] = [
     { name: 'bundle', entry: path.join(ROOT, 'bin/lastgood.js'), cache: 'warm' },

@@ -1,38 +1,40 @@
 /**
- * `npm run demo`: the embedded default. Builds a small GitOps repository with a real history
- * (.demo/gitops: a good release, an unrelated change, a bad release of podinfo), then runs
- * `lastgood run` on it with the cluster snapshot demo/cluster.yaml, and shows what it did.
+ * `npm run demo`: the embedded default. Writes the worked example (`lastgood demo .demo`: a small GitOps repository with a real history
+ * in .demo/gitops — a good release, an unrelated change, a bad release of podinfo — and its cluster), then runs
+ * `lastgood run` on it with the cluster snapshot .demo/cluster.yaml, and shows what it did.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import git from 'isomorphic-git';
-import { buildDemoRepo } from './build-repo.ts';
+import { writeDemo } from '../src/demo/index.ts';
 import { LocalRepo } from '../src/deliver/local/index.ts';
 import { diffChange, unifiedDiff } from '../src/revert/diff.ts';
 import type { FileChange } from '../src/repo/types.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const repoDir = path.join(root, '.demo', 'gitops');
+const demoDir = path.join(root, '.demo');
+const repoDir = path.join(demoDir, 'gitops');
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const say = (s = '') => process.stdout.write(s + '\n');
 
 say(bold('1. The GitOps repository') + `  (${path.relative(process.cwd(), repoDir) || repoDir})`);
-const shas = await buildDemoRepo(repoDir);
+// what `lastgood demo .demo` writes (the package's own worked example), written again on each run
+const { shas, config, snapshot, now } = await writeDemo(demoDir, { replace: true });
 for (const sha of [...shas].reverse()) {
   const { commit } = await git.readCommit({ fs, dir: repoDir, oid: sha });
   say(`   ${sha.slice(0, 12)}  ${commit.message.split('\n')[0]}`);
 }
 say();
-say(bold('2. The cluster') + '  (demo/cluster.yaml: Flux applied the last commit, Flagger\'s canary analysis failed)');
-const health = spawnSync(process.execPath, [path.join(root, 'bin/lastgood.js'), 'health', path.join(root, 'demo/cluster.yaml')], { encoding: 'utf8' });
+say(bold('2. The cluster') + `  (${path.relative(root, snapshot)}: Flux applied the last commit, Flagger's canary analysis failed)`);
+const health = spawnSync(process.execPath, [path.join(root, 'bin/lastgood.js'), 'health', snapshot], { encoding: 'utf8' });
 for (const line of health.stdout.trim().split('\n')) {
   const h = JSON.parse(line);
   say(`   ${h.kind} ${h.namespace}/${h.name}: ${h.state} (${h.reason})${h.message ? ` - ${h.message}` : ''}`);
 }
 say();
-const args = ['run', '--config', 'demo/lastgood.yaml', '--snapshot', 'demo/cluster.yaml', '--now', '2026-11-21T09:52:00Z'];
+const args = ['run', '--config', path.relative(root, config), '--snapshot', path.relative(root, snapshot), '--now', now];
 say(bold('3. lastgood ' + args.join(' ')));
 const run = spawnSync(process.execPath, [path.join(root, 'bin/lastgood.js'), ...args], { cwd: root, encoding: 'utf8' });
 process.stdout.write(run.stdout.trimEnd().replace(/^/gm, '   ') + '\n');

@@ -85,7 +85,7 @@ export const LAYERS: ReadonlyArray<{ name: string; members: readonly string[] }>
   { name: 'repository', members: ['repo', 'history', 'model', 'revert', 'verify'] },
   { name: 'deliver', members: ['deliver'] },
   { name: 'engine', members: ['engine', 'report', 'audit'] },
-  { name: 'doors', members: ['cli.ts', 'action.ts', 'completion.ts', 'version-info.ts', 'controller'] },
+  { name: 'doors', members: ['cli.ts', 'action.ts', 'completion.ts', 'version-info.ts', 'demo', 'controller'] },
 ];
 
 /** The layer of a module (its path relative to src/), or undefined when no layer names it. */

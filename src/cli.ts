@@ -383,6 +383,33 @@ program
     process.stdout.write(o.json ? JSON.stringify(info, null, 2) + '\n' : formatVersionInfo(info));
   });
 
+/** A path as one shell word: quoted only where it must be. */
+const shellWord = (p: string) => (/^[\w./@%+=:,-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`);
+
+program
+  .command('demo')
+  .description('write the worked example into DIR (a GitOps repository, a cluster snapshot, a config) and print the commands to run on it')
+  .argument('[dir]', 'a new or empty folder', 'lastgood-demo')
+  .action(async (dir: string) => {
+    const { demoLog, writeDemo } = await import('./demo/index.ts');
+    const demo = await writeDemo(dir);
+    const shown = (p: string) => shellWord(path.relative(process.cwd(), p) || '.');
+    const lines = [
+      `wrote ${shown(demo.dir)}/:`,
+      `  gitops/        a GitOps repository (Flux, podinfo and redis in prod), four commits:`,
+      ...(await demoLog(demo.repo, demo.shas)).map((c, i) => `                   ${c.sha.slice(0, 12)}  ${c.subject}${i === 0 ? '   <- the bad release' : ''}`),
+      `  cluster.yaml   the cluster after Flux applied the last commit and Flagger's canary analysis failed`,
+      `  lastgood.yaml  one target, podinfo in prod, reverted by a direct commit`,
+      '',
+      'Run:',
+      `  lastgood run --config ${shown(demo.config)} --snapshot ${shown(demo.snapshot)} --now ${demo.now}`,
+      '',
+      `(--now: the objects' times are those of ${demo.now.slice(0, 10)}; without it the failure is days old and maxAge ignores it.)`,
+      `Then \`git -C ${shown(demo.repo)} log --stat -1\` shows the revert; run the same command again and it finds its own revert and writes nothing.`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  });
+
 program
   .command('completion')
   .description('print a shell completion script: source <(lastgood completion bash)')

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, readFileSync, symlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
@@ -16,6 +16,7 @@ import { startGitHubEmulator } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
 import { RENDER } from './support/render-off.ts';
+import { npxShim } from './support/npx-shim.ts';
 
 /**
  * `lastgood log` on real histories, through every backend (issue 24): a history made by lastgood
@@ -444,11 +445,10 @@ test("the README's Auditing example runs as written and prints what it shows", (
   const commands = blocks.find((b) => b.lang === 'sh')!.body.split('\n').filter(Boolean);
   const shown = blocks.find((b) => b.lang === '')!.body;
   const dir = tempDir('lastgood-readme-audit-');
-  cpSync(path.join(ROOT, 'demo'), path.join(dir, 'demo'), { recursive: true });
-  for (const shared of ['node_modules', 'bin', 'dist', 'templates']) symlinkSync(path.join(ROOT, shared), path.join(dir, shared), 'dir');
-  const env = { ...process.env, PATH: `${path.join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}`, HOME: dir, GIT_CONFIG_NOSYSTEM: '1' };
+  // `npx lastgood` is this clone's CLI (npx-shim.ts), as it is the installed package's
+  const env = { ...process.env, PATH: `${npxShim()}:${path.join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}`, HOME: dir, GIT_CONFIG_NOSYSTEM: '1' };
   const outputs = commands.map((c) => execFileSync('bash', ['-c', c], { cwd: dir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
-  const normal = (text: string) => text.replace(/\b[0-9a-f]{12}\b/g, 'SHA').replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/g, 'TIME').replace(/ in \S*\.demo\/gitops,/, ' in …/.demo/gitops,');
+  const normal = (text: string) => text.replace(/\b[0-9a-f]{12}\b/g, 'SHA').replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/g, 'TIME').replace(/ in \S*lastgood-demo\/gitops,/, ' in …/lastgood-demo/gitops,');
   t.is(normal(outputs.at(-1)!), normal(shown));
 });
 

@@ -31,7 +31,7 @@ test('completion bash: commands, the options of the command typed, an option\'s 
   t.deepEqual(complete(r.stdout, ['lastgood', 'install', '--ka']), []);
   t.deepEqual(complete(r.stdout, ['lastgood', 'install', '--ku']), ['--kustomize']);
   t.deepEqual(complete(r.stdout, ['lastgood', 'run', '--mode', '']), ['commit', 'pull-request']);
-  t.deepEqual(complete(r.stdout, ['lastgood', 'check', '--config', 'demo/lastg']), ['demo/lastgood.yaml']);
+  t.deepEqual(complete(r.stdout, ['lastgood', 'check', '--config', 'templates/demo/lastg']), ['templates/demo/lastgood.yaml']);
   t.deepEqual(complete(r.stdout, ['lastgood', 'run', '--target', '']), [], 'a free value: nothing offered');
 });
 
@@ -89,7 +89,7 @@ test('a terminal gets colour and aligned evidence (NO_COLOR: aligned only); a pi
 });
 
 test('on a real terminal (script(1)) the CLI colours; NO_COLOR turns that off; piped it does not', (t) => {
-  const args = ['check', '--config', 'demo/lastgood.yaml', '--snapshot', 'demo/cluster.yaml', '--now', '2026-11-21T09:52:00Z'];
+  const args = ['check', '--config', 'templates/demo/lastgood.yaml', '--snapshot', 'templates/demo/cluster.yaml', '--now', '2026-11-21T09:52:00Z'];
   const inPty = (env: Record<string, string>) => spawnSync('script', ['-qec', [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' '), '/dev/null'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env } });
   const probe = spawnSync('script', ['--version'], { encoding: 'utf8' });
   if (probe.error) {
@@ -120,7 +120,7 @@ test('--kubeconfig and --context choose the cluster, as kubectl does; an unknown
   const dir = tempDir('lastgood-kubeconfig-');
   const kubeconfig = path.join(dir, 'kubeconfig');
   writeFileSync(kubeconfig, jsyaml.dump(config));
-  const check = (extra: string[]) => lastgood(['check', '--config', 'demo/lastgood.yaml', '--json', '--kubeconfig', kubeconfig, ...extra], { env: { KUBECONFIG: path.join(dir, 'elsewhere') } });
+  const check = (extra: string[]) => lastgood(['check', '--config', 'templates/demo/lastgood.yaml', '--json', '--kubeconfig', kubeconfig, ...extra], { env: { KUBECONFIG: path.join(dir, 'elsewhere') } });
   const chosen = await check(['--context', 'emulator']);
   t.is(chosen.code, 0, chosen.stderr);
   const evidence = (JSON.parse(chosen.stdout) as Report).targets[0]!.evidence;

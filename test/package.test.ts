@@ -53,7 +53,7 @@ test.before(() => {
 
 test('the tarball holds what a user needs and nothing else', (t) => {
   const files = packed.files.map((f) => f.path).sort();
-  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|README\.md|LICENSE|package\.json)$/.test(f));
+  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|templates\/demo\/(cluster|lastgood)\.yaml|README\.md|LICENSE|package\.json)$/.test(f));
   t.deepEqual(outside, []);
   for (const f of ['bin/lastgood.js', 'dist/cli/cli.js', 'dist/cli/THIRD-PARTY-LICENSES.txt', 'templates/lastgood.schema.json', 'templates/install/deployment.yaml', 'README.md', 'LICENSE']) t.true(files.includes(f), f);
   t.false(files.some((f) => /^(src|test|\.ci|bench|demo|fixtures|scripts)\/|Dockerfile|action\.yml|dist\/action/.test(f)));
@@ -68,7 +68,7 @@ test('installed from the tarball: --version, health, run --dry-run on the demo r
   t.false(existsSync(path.join(installed, 'node_modules')), 'no dependencies were installed');
   const repo = path.join(tempDir('lastgood-user-repo-'), 'gitops');
   const shas = await buildDemoRepo(repo);
-  copyFileSync(path.join(ROOT, 'demo/cluster.yaml'), path.join(app, 'cluster.yaml'));
+  copyFileSync(path.join(ROOT, 'templates/demo/cluster.yaml'), path.join(app, 'cluster.yaml'));
   writeFileSync(path.join(app, 'lastgood.yaml'), readFileSync(path.join(ROOT, 'demo/lastgood.yaml'), 'utf8').replace('../.demo/gitops', repo).replace('$schema=../templates/', '$schema=./node_modules/lastgood/templates/'));
   const bin = path.join(app, 'node_modules', '.bin', 'lastgood');
   for (const node of nodes()) {

@@ -4,6 +4,7 @@ import { copyFileSync, cpSync, existsSync, readFileSync, symlinkSync } from 'nod
 import path from 'node:path';
 import { ROOT } from './support/cli.ts';
 import { tempDir } from './support/git.ts';
+import { npxShim } from './support/npx-shim.ts';
 
 /** The README is true: its worked example runs as written and prints what it shows; its links resolve. */
 
@@ -33,8 +34,8 @@ function clone(): string {
 }
 
 function sh(cwd: string, command: string): string {
-  // npx finds this project's own bin; node_modules/.bin first, as in an npm script, for the project's Node
-  const env = { ...process.env, PATH: `${path.join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` };
+  // `npx lastgood` is this clone's CLI (npx-shim.ts); node_modules/.bin next, as in an npm script, for the project's Node
+  const env = { ...process.env, PATH: `${npxShim()}:${path.join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` };
   return execFileSync('bash', ['-c', command], { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
@@ -97,7 +98,7 @@ test('every link in the README resolves: anchors to its headings, paths to files
     else t.true(existsSync(path.join(ROOT, link.split('#')[0]!)), `${link}: no such file`);
   }
   // names of files the README mentions as this repository's
-  for (const file of ['LICENSE', 'Dockerfile', 'action.yml', 'templates/lastgood.schema.json', 'demo/cluster.yaml', 'demo/lastgood.yaml']) t.true(existsSync(path.join(ROOT, file)), file);
+  for (const file of ['LICENSE', 'Dockerfile', 'action.yml', 'templates/lastgood.schema.json', 'templates/demo/cluster.yaml', 'templates/demo/lastgood.yaml']) t.true(existsSync(path.join(ROOT, file)), file);
   t.false(/DESIGN\.md|docs\/action\.md/.test(README + readFileSync(path.join(ROOT, 'action.yml'), 'utf8')), 'no link to a file the repository does not have');
 });
 
