@@ -69,7 +69,7 @@ test('installed from the tarball: --version, health, run --dry-run on the demo r
   const repo = path.join(tempDir('lastgood-user-repo-'), 'gitops');
   const shas = await buildDemoRepo(repo);
   copyFileSync(path.join(ROOT, 'templates/demo/cluster.yaml'), path.join(app, 'cluster.yaml'));
-  writeFileSync(path.join(app, 'lastgood.yaml'), readFileSync(path.join(ROOT, 'demo/lastgood.yaml'), 'utf8').replace('../.demo/gitops', repo).replace('$schema=../templates/', '$schema=./node_modules/lastgood/templates/'));
+  writeFileSync(path.join(app, 'lastgood.yaml'), readFileSync(path.join(ROOT, 'templates/demo/lastgood.yaml'), 'utf8').replace('url: ./gitops', `url: ${repo}`));
   const bin = path.join(app, 'node_modules', '.bin', 'lastgood');
   for (const node of nodes()) {
     // as npm installed it: the .bin link, its `#!/usr/bin/env node` line finding this node first on PATH
