@@ -130,7 +130,7 @@ program
 clusterOptions(program
   .command('check'))
   .description('the verdict and decision for each target, without writing anything (except --record)')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
   .option('--target <name>', 'only this target')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
@@ -160,7 +160,7 @@ clusterOptions(program
 program
   .command('lkg')
   .description('list the verified last-known-good records (git notes under refs/notes/lastgood)')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .option('--target <name>', 'only this target')
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
   .option('--json', 'print one JSON document')
@@ -186,7 +186,7 @@ program
 program
   .command('log')
   .description('what lastgood did to each target, newest first: reverts and whether they still hold, requests, verified records, people\'s reverts (reads only)')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .option('--target <name>', 'only this target')
   .option('--since <when>', 'how far back: a duration (30d, 36h) or an ISO 8601 time (default: 7d; at most 5,000 commits are read)')
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
@@ -213,7 +213,7 @@ program
 clusterOptions(program
   .command('run'))
   .description('check every target and revert those whose policy says so')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable); without it, the cluster', collect)
   .option('--event <file>', 'a webhook payload (Flux, Argo CD, Flagger, Alertmanager), e.g. $TRIGGER_PAYLOAD in a GitLab CI job; without --snapshot and a cluster, only its objects are judged')
   .option('--target <name>', 'only this target')
@@ -255,14 +255,14 @@ clusterOptions(program
 program
   .command('revert')
   .description('revert a target now, because a person says so')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .requiredOption('--target <name>', 'the target to revert')
-  .option('--bad <sha>', 'the bad commit (default: located from the cluster state)')
+  .option('--bad <sha>', 'the bad commit (without it: located from the objects of --snapshot; revert reads no cluster)')
   .option('--to <sha>', 'the revision to go back to (default: the commit before the bad one)')
   .option('--snapshot <path>', 'objects from a file or folder (repeatable)', collect)
   .option('--repo <path|url>', 'the config repository (overrides repo.url)')
   .addOption(new Option('--mode <mode>', 'commit or pull-request').choices(['commit', 'pull-request']))
-  .option('--reason <text>', 'why, for the commit message')
+  .option('--reason <text>', 'why: said in the commit message, the pull request and the report')
   .option('--dry-run', 'print the plan and the diff, write nothing')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document')
@@ -284,7 +284,7 @@ program
 program
   .command('validate')
   .description('validate lastgood.yaml')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .action(async (o: { config: string }) => {
     const config = await loadConfig(o.config);
     process.stdout.write(`${o.config}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`);
@@ -293,7 +293,7 @@ program
 clusterOptions(program
   .command('controller'))
   .description('watch the cluster and revert failed promotions as they happen (runs until SIGTERM)')
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .action(async (o: { config: string } & ClusterFlags) => {
     const config = await loadConfig(o.config);
     const repo = await repoFor(config, o.config, undefined, false);
@@ -320,15 +320,16 @@ program
 program
   .command('install')
   .description("print the controller's Kubernetes manifests for this config (kubectl apply -f -), or write them as a kustomize base")
-  .requiredOption('--config <file>', 'lastgood.yaml')
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .option('--image <image>', 'the controller image (default: controller.image in the config)')
   .option('--registry <registry>', `the registry the image was pushed to: REGISTRY/lastgood:${VERSION}`)
   .option('--namespace <name>', "the controller's namespace (default: controller.namespace, else lastgood)")
   .option('--ca-file <pem>', "a private CA's certificates (the git host's): mounted, and named in NODE_EXTRA_CA_CERTS")
   .option('--kustomize <dir>', 'write a kustomize base into DIR (kubectl apply -k DIR; commit it for Flux or Argo CD) instead of printing')
   .option('--monitoring', "the controller's monitoring instead: a PrometheusRule (alerts), a ServiceMonitor and the Grafana dashboard")
-  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string; monitoring?: boolean }) => {
-    const { mkdir, readFile, writeFile } = await import('node:fs/promises');
+  .option('--force', 'with --kustomize: replace files of DIR that differ from what lastgood writes (edited by hand)')
+  .action(async (o: { config: string; image?: string; registry?: string; namespace?: string; caFile?: string; kustomize?: string; monitoring?: boolean; force?: boolean }) => {
+    const { readFile } = await import('node:fs/promises');
     const config = await loadConfig(o.config);
     if (o.monitoring) {
       const { monitoringManifests } = await import('./controller/install.ts');
@@ -337,9 +338,7 @@ program
         process.stdout.write(out.yaml);
         return;
       }
-      await mkdir(o.kustomize, { recursive: true });
-      for (const [name, text] of Object.entries(out.kustomize)) await writeFile(path.join(o.kustomize, name), text);
-      process.stdout.write(`${o.kustomize}: ${Object.keys(out.kustomize).join(', ')} (kubectl apply -k ${o.kustomize})\n`);
+      await writeKustomizeBase(o.kustomize, out.kustomize, Boolean(o.force));
       return;
     }
     let ca: { file: string; pem: string } | undefined;
@@ -357,10 +356,28 @@ program
       process.stdout.write(out.yaml);
       return;
     }
-    await mkdir(o.kustomize, { recursive: true });
-    for (const [name, text] of Object.entries(out.kustomize)) await writeFile(path.join(o.kustomize, name), text);
-    process.stdout.write(`${o.kustomize}: ${Object.keys(out.kustomize).join(', ')} (kubectl apply -k ${o.kustomize})\n`);
+    await writeKustomizeBase(o.kustomize, out.kustomize, Boolean(o.force));
   });
+
+/**
+ * `install --kustomize DIR`: the files written into DIR. A file there that differs from what lastgood
+ * writes was edited by hand (or by an older lastgood): it is not replaced without --force, and
+ * nothing is written at all (issue 36: the edit was lost silently).
+ */
+async function writeKustomizeBase(dir: string, files: Record<string, string>, force: boolean): Promise<void> {
+  const { mkdir, readFile, writeFile } = await import('node:fs/promises');
+  const differing: string[] = [];
+  for (const [name, text] of Object.entries(files)) {
+    const now = await readFile(path.join(dir, name), 'utf8').catch(() => undefined);
+    if (now !== undefined && now !== text) differing.push(name);
+  }
+  if (differing.length > 0 && !force) {
+    throw new InputError(`${dir}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from what lastgood writes (edited by hand?): nothing written; run without --kustomize to see lastgood's, or pass --force to replace ${differing.length === 1 ? 'it' : 'them'}`);
+  }
+  await mkdir(dir, { recursive: true });
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+  process.stdout.write(`${dir}: ${Object.keys(files).join(', ')}${differing.length ? ` (replaced: ${differing.join(', ')})` : ''} (kubectl apply -k ${dir})\n`);
+}
 
 program
   .command('schema')
@@ -374,7 +391,7 @@ program
 program
   .command('version')
   .description('print the versions of lastgood and Node, and the kustomize the render check would use')
-  .option('--config <file>', 'lastgood.yaml: honour its render.kustomize (default: kustomize, else kubectl kustomize, on the PATH)')
+  .option('--config <file>', 'a config file: honour its render.kustomize (without it: kustomize, else kubectl kustomize, on the PATH)')
   .option('--json', 'print one JSON document')
   .action(async (o: { config?: string; json?: boolean }) => {
     const setting = o.config ? (await loadConfig(o.config)).render?.kustomize : undefined;
@@ -410,21 +427,36 @@ program
     process.stdout.write(`${lines.join('\n')}\n`);
   });
 
+// for shell completion: the target names of a config, one a line; nothing (exit 0) for a config it cannot read
+program
+  .command('__targets', { hidden: true })
+  .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
+  .action(async (o: { config: string }) => {
+    try {
+      process.stdout.write((await loadConfig(o.config)).targets.map((t) => `${t.name}\n`).join(''));
+    } catch {
+      // a half-typed path: no names
+    }
+  });
+
 program
   .command('completion')
   .description('print a shell completion script: source <(lastgood completion bash)')
   .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
   .action(async (shell: 'bash' | 'zsh' | 'fish') => {
     const { completionScript } = await import('./completion.ts');
-    const commands = program.commands.map((c) => ({
+    const commands = program.commands.filter((c) => !c.name().startsWith('__')).map((c) => ({
       name: c.name(),
       description: c.description(),
       fileArguments: c.registeredArguments.some((a) => /file/i.test(a.description)),
+      ...(c.registeredArguments[0]?.argChoices ? { argumentChoices: c.registeredArguments[0].argChoices } : {}),
       options: c.options.filter((o) => o.long).map((o) => ({
         flag: o.long!,
         description: o.description,
         value: o.required || o.optional,
         file: /<(file|path|pem|dir)/.test(o.flags) || /<path\|url>/.test(o.flags),
+        ...(/<dir>/.test(o.flags) ? { dir: true } : {}),
+        ...(o.long === '--target' ? { target: true } : {}),
         ...(o.argChoices ? { choices: o.argChoices } : {}),
       })),
     }));

@@ -32,7 +32,38 @@ test('completion bash: commands, the options of the command typed, an option\'s 
   t.deepEqual(complete(r.stdout, ['lastgood', 'install', '--ku']), ['--kustomize']);
   t.deepEqual(complete(r.stdout, ['lastgood', 'run', '--mode', '']), ['commit', 'pull-request']);
   t.deepEqual(complete(r.stdout, ['lastgood', 'check', '--config', 'templates/demo/lastg']), ['templates/demo/lastgood.yaml']);
-  t.deepEqual(complete(r.stdout, ['lastgood', 'run', '--target', '']), [], 'a free value: nothing offered');
+  t.deepEqual(complete(r.stdout, ['lastgood', 'run', '--target', '']), [], 'no --config typed: no target names');
+});
+
+test('completion bash: a command\'s argument choices, folders where an option takes one, the target names of the config typed', async (t) => {
+  const r = await lastgood(['completion', 'bash']);
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(complete(r.stdout, ['lastgood', 'completion', '']), ['bash', 'zsh', 'fish']);
+  t.deepEqual(complete(r.stdout, ['lastgood', 'completion', 'f']), ['fish']);
+  // install --kustomize takes a folder: folders only, not the files beside them
+  t.deepEqual(complete(r.stdout, ['lastgood', 'install', '--kustomize', 'templates/d']), ['templates/demo']);
+  t.deepEqual(complete(r.stdout, ['lastgood', 'install', '--kustomize', 'templates/l']), [], 'templates/lastgood.schema.json is a file');
+  // --target: the names of the config given with --config (lastgood __targets, on the PATH as a user has it)
+  const dir = tempDir('lastgood-completion-targets-');
+  const config = path.join(dir, 'lastgood.yaml');
+  writeFileSync(config, 'repo: { url: ./gitops }\ntargets:\n  - name: podinfo-prod\n    paths: [apps/podinfo/]\n    resources: [{ apiVersion: apps/v1, kind: Deployment, namespace: prod, name: podinfo }]\n  - name: podinfo-staging\n    paths: [apps/podinfo-staging/]\n    resources: [{ apiVersion: apps/v1, kind: Deployment, namespace: staging, name: podinfo }]\n');
+  const bin = path.join(dir, 'bin');
+  execFileSync('mkdir', ['-p', bin]);
+  writeFileSync(path.join(bin, 'lastgood'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`, { mode: 0o755 });
+  const withPath = (words: string[]) => {
+    const file = path.join(dir, 'lastgood.bash');
+    writeFileSync(file, r.stdout);
+    const line = `export PATH=${JSON.stringify(bin)}:$PATH; source ${JSON.stringify(file)}; COMP_WORDS=(${words.map((w) => JSON.stringify(w)).join(' ')}); COMP_CWORD=${words.length - 1}; _lastgood; printf '%s\\n' "\${COMPREPLY[@]}"`;
+    return execFileSync('bash', ['--norc', '-c', line], { encoding: 'utf8', cwd: ROOT }).split('\n').filter(Boolean);
+  };
+  t.deepEqual(withPath(['lastgood', 'revert', '--config', config, '--target', 'podinfo-p']), ['podinfo-prod']);
+  t.deepEqual(withPath(['lastgood', 'revert', '--config', config, '--target', '']), ['podinfo-prod', 'podinfo-staging']);
+  t.deepEqual(withPath(['lastgood', 'revert', '--config', path.join(dir, 'nope.yaml'), '--target', '']), [], 'a config it cannot read: nothing, no error');
+  const fish = await lastgood(['completion', 'fish']);
+  t.regex(fish.stdout, /__fish_seen_subcommand_from completion' -x -a 'bash zsh fish'/);
+  t.regex(fish.stdout, /__fish_seen_subcommand_from install' -l kustomize -x -a '\(__fish_complete_directories\)'/);
+  t.regex(fish.stdout, /__fish_seen_subcommand_from revert' -l target -x -a '\(__lastgood_targets\)'/);
+  t.notRegex(fish.stdout + r.stdout, /__targets' -l|-a __targets /, 'the hidden command is not offered');
 });
 
 test('completion zsh and fish name every command and option; an unknown shell is bad usage', async (t) => {

@@ -321,6 +321,38 @@ test('install --kustomize writes a base that kubectl kustomize renders into the 
   t.deepEqual(strip(find(docs, 'Deployment')[0]!), strip(find(printed, 'Deployment')[0]!));
 });
 
+test('install --kustomize into a base edited by hand: refused and nothing written; the same again: written; --force: replaced', async (t) => {
+  const configFile = writeConfig(CONFIG);
+  const base = path.join(tempDir('lastgood-kustomize-edit-'), 'lastgood');
+  const args = ['install', '--config', configFile, '--registry', 'registry.example', '--kustomize', base];
+  t.is((await lastgood(args)).code, 0);
+  const ours = readFileSync(path.join(base, 'kustomization.yaml'), 'utf8');
+  // unchanged: written again, nothing to say
+  const again = await lastgood(args);
+  t.is(again.code, 0, again.stderr);
+  t.notRegex(again.stdout, /replaced/);
+  // a person adds a patch to the kustomization: not lost
+  const edited = `${ours}patches:\n  - path: my-resources.yaml\n`;
+  writeFileSync(path.join(base, 'kustomization.yaml'), edited);
+  const before = readFileSync(path.join(base, 'lastgood.k8s.yaml'), 'utf8');
+  const refused = await lastgood(args);
+  t.is(refused.code, 2, refused.stdout + refused.stderr);
+  t.regex(refused.stderr, /kustomization\.yaml differs from what lastgood writes \(edited by hand\?\): nothing written; run without --kustomize to see lastgood's, or pass --force to replace it/);
+  t.is(readFileSync(path.join(base, 'kustomization.yaml'), 'utf8'), edited, 'the edit is kept');
+  t.is(readFileSync(path.join(base, 'lastgood.k8s.yaml'), 'utf8'), before);
+  const forced = await lastgood([...args, '--force']);
+  t.is(forced.code, 0, forced.stderr);
+  t.regex(forced.stdout, /\(replaced: kustomization\.yaml\)/);
+  t.is(readFileSync(path.join(base, 'kustomization.yaml'), 'utf8'), ours);
+});
+
+test('the controller\'s probes give a busy process 5 s to answer', async (t) => {
+  const deployment = find((await install(CONFIG)).docs, 'Deployment')[0]!;
+  const container = (deployment.spec.template.spec.containers as Array<{ livenessProbe: { timeoutSeconds?: number }; readinessProbe: { timeoutSeconds?: number } }>)[0]!;
+  t.is(container.livenessProbe.timeoutSeconds, 5);
+  t.is(container.readinessProbe.timeoutSeconds, 5);
+});
+
 test('every manifest install writes is accepted by the Kubernetes emulator (the upstream OpenAPI and CRD schemas, strictly): printed, with a CA, one replica, and rendered from the kustomize base', async (t) => {
   const ca = path.join(tempDir('lastgood-ca-'), 'ca.pem');
   writeFileSync(ca, PEM);
