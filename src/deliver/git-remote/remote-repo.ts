@@ -77,6 +77,9 @@ function missingOid(error: unknown): string | undefined {
   return undefined;
 }
 
+/** how long the notes ref listed with a branch head stands for the run's reads of its records (as GitHub's headTtlMs) */
+const NOTES_AT_HEAD_MS = 30_000;
+
 const jitter = (attempt: number) => sleep(backoffDelay(attempt, { baseMs: 20, maxMs: 320, spreadMs: 100 }));
 
 export class RemoteRepo implements RepoBackend {
@@ -98,6 +101,12 @@ export class RemoteRepo implements RepoBackend {
   /** one fetch at a time per instance; concurrent misses of the same object share it */
   private fetching: Promise<unknown> = Promise.resolve();
   private readonly inflight = new Map<string, Promise<void>>();
+  /**
+   * The notes ref as the last branch read listed it (one ls-refs for both): what the run reads of
+   * its records is the repository as of its head read. A write lists the ref again (its
+   * compare-and-swap needs the server's value now), and so does the next head read.
+   */
+  private notesAtHead: { tip: string | undefined; at: number } | undefined;
   /** contents of listed files the mirror lacks: fetched together at the first read of one */
   private readonly listed = new Set<string>();
   /** fetches, objects fetched and pushes, for the benches and tests */
@@ -308,16 +317,19 @@ export class RemoteRepo implements RepoBackend {
 
   async head(branch: string): Promise<string> {
     const ref = `refs/heads/${branch}`;
+    // the notes ref in the same listing: the run's records are read as of this head
+    const asked = [ref, NOTES_REF];
     let refs: Map<string, string>;
-    if (this.caps) refs = await (await this.caps).listRefs([ref]);
+    if (this.caps) refs = await (await this.caps).listRefs(asked);
     else {
       // discovery and a version 2 ls-refs at once (one round trip less); git asks in that order,
       // so when the ls-refs fails (a redirect the discovery settles, a version 0 server) it is asked again
-      const listed = lsRefs(this.http, [ref], { retry: false });
+      const listed = lsRefs(this.http, asked, { retry: false });
       listed.catch(() => undefined);
       const up = await this.capabilities();
-      refs = up.version === 2 ? await listed.catch(() => up.listRefs([ref])) : await up.listRefs([ref]);
+      refs = up.version === 2 ? await listed.catch(() => up.listRefs(asked)) : await up.listRefs(asked);
     }
+    this.notesAtHead = { tip: refs.get(NOTES_REF), at: Date.now() };
     const tip = refs.get(ref);
     if (!tip) throw new InputError(`branch "${branch}" does not exist in ${this.description}`);
     if (this.mirror.readRef(ref) !== tip || !this.mirror.has(tip)) await this.fetchTip(ref, tip);
@@ -425,7 +437,9 @@ export class RemoteRepo implements RepoBackend {
     return {
       where: `git notes ${NOTES_REF} on ${this.description}`,
       list: async (target) => {
-        await this.syncNotes();
+        // as the head read listed it, while that is recent (a controller's next run reads its head again)
+        const seen = this.notesAtHead;
+        await this.syncNotes(seen && Date.now() - seen.at < NOTES_AT_HEAD_MS ? seen : undefined);
         return local().list(target);
       },
       record: async (commit, rec) => {
@@ -464,8 +478,8 @@ export class RemoteRepo implements RepoBackend {
   }
 
   /** The remote's notes ref, fetched into the mirror (tip, its tree and blobs); undefined when absent. */
-  private async syncNotes(): Promise<string | undefined> {
-    const tip = (await (await this.capabilities()).listRefs([NOTES_REF])).get(NOTES_REF);
+  private async syncNotes(listed?: { tip: string | undefined }): Promise<string | undefined> {
+    const tip = listed ? listed.tip : (await (await this.capabilities()).listRefs([NOTES_REF])).get(NOTES_REF);
     if (!tip) {
       await this.mirror.locked(() => this.mirror.writeRef(NOTES_REF, undefined));
       return undefined;
