@@ -63,6 +63,42 @@ test('a bad duration is refused', (t) => {
   t.throws(() => parseConfig(minimal('[a/]') + 'defaults:\n  stuckAfter: soon\n', 'c.yaml'), { message: /defaults\.stuckAfter: expected a duration/ });
 });
 
+// Issue 35: names a contributor could inject into lastgood.yaml are refused when it is read, with
+// the file, the line and the field, not later by a git host or the Kubernetes API without either.
+const INJECTED: Array<[string, string, RegExp]> = [
+  ['repo.branch with ".."', 'repo:\n  url: ./repo\n  branch: "main..x"\n', /^c\.yaml:3: repo\.branch: not a git branch name/],
+  ['repo.branch with a space', 'repo:\n  url: ./repo\n  branch: "ma in"\n', /^c\.yaml:3: repo\.branch: not a git branch name/],
+  ['repo.branch starting with "-"', 'repo:\n  url: ./repo\n  branch: "-f"\n', /^c\.yaml:3: repo\.branch: not a git branch name/],
+  ['repo.branch given as a ref', 'repo:\n  url: ./repo\n  branch: refs/heads/main\n', /^c\.yaml:3: repo\.branch: give the branch name \(main\), not the ref/],
+  ['repo.branch ending with .lock', 'repo:\n  url: ./repo\n  branch: main.lock\n', /^c\.yaml:3: repo\.branch: not a git branch name/],
+  ['repo.url read as an option', 'repo:\n  url: "--upload-pack=touch /tmp/x"\n', /^c\.yaml:2: repo\.url: a repository URL or path may not start with "-"/],
+  ['repo.url through a remote helper', 'repo:\n  url: "ext::sh -c touch% /tmp/x"\n', /^c\.yaml:2: repo\.url: git remote helpers/],
+  ['a label with a newline', 'repo:\n  url: ./repo\npullRequest:\n  labels: ["ok", "a\\nb"]\n', /^c\.yaml:4: pullRequest\.labels\[1\]: no control character/],
+  ['a namespace with a space', 'repo:\n  url: ./repo\n', /^c\.yaml:\d+: targets\[0\]\.resources\[0\]\.namespace: a namespace is a DNS-1123 label/],
+  ['an object name ".."', 'repo:\n  url: ./repo\n', /^c\.yaml:\d+: targets\[0\]\.resources\[0\]\.name: an object name may not be "\." or "\.\."/],
+  ['an object name with "/"', 'repo:\n  url: ./repo\n', /^c\.yaml:\d+: targets\[0\]\.resources\[0\]\.name: an object name may not/],
+  ['a controller namespace with ";"', 'repo:\n  url: ./repo\ncontroller:\n  namespace: "a;b"\n', /^c\.yaml:4: controller\.namespace: a namespace is a DNS-1123 label/],
+];
+const RESOURCE_OF: Record<string, string> = {
+  'a namespace with a space': '{ apiVersion: apps/v1, kind: Deployment, namespace: "pr od", name: app }',
+  'an object name ".."': '{ apiVersion: apps/v1, kind: Deployment, namespace: prod, name: ".." }',
+  'an object name with "/"': '{ apiVersion: apps/v1, kind: Deployment, namespace: prod, name: "../secrets/x" }',
+};
+for (const [what, head, message] of INJECTED) {
+  test(`an injected name is refused with the file and line: ${what}`, (t) => {
+    const resource = RESOURCE_OF[what] ?? '{ apiVersion: apps/v1, kind: Deployment, namespace: prod, name: app }';
+    const text = `${head}targets:\n  - name: app\n    paths: [apps/app/]\n    resources:\n      - ${resource}\n`;
+    const e = t.throws(() => parseConfig(text, 'c.yaml'));
+    t.regex(e!.message, message);
+  });
+}
+
+test('names that look odd but are valid stay valid: a release branch, a colon in an object name, a Windows path', (t) => {
+  const text = (branch: string, url: string, name: string) => `repo:\n  url: '${url}'\n  branch: ${branch}\ntargets:\n  - name: app\n    paths: [apps/app/]\n    resources:\n      - { apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: "${name}" }\n`;
+  t.notThrows(() => parseConfig(text('release/1.2', 'https://github.com/acme/gitops', 'system:aggregate-to-view'), 'c.yaml'));
+  t.notThrows(() => parseConfig(text('hotfix-2026.11', 'C:\\repos\\gitops', 'app.v2'), 'c.yaml'));
+});
+
 test('the committed JSON Schema is the one generated from the zod schema', (t) => {
   const committed = JSON.parse(readFileSync(path.join(ROOT, 'templates/lastgood.schema.json'), 'utf8'));
   t.deepEqual(committed, JSON.parse(JSON.stringify(configJsonSchema())));

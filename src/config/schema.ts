@@ -131,14 +131,55 @@ export const RevertHazards = z
   .array(z.enum(['flagger-promotion-failure']))
   .describe('revert even in these hazardous cases (flagger-promotion-failure: Flagger >= 1.44 keeps the canary serving after a failed promotion, and a new revision then routes all traffic to the broken primary)');
 
+/**
+ * A Kubernetes namespace: a DNS-1123 label (apimachinery validation.IsDNS1123Label), so that it is
+ * one segment of the API paths lastgood reads (issue 35: "a b" or "../x" addressed another object).
+ */
+export const KubeNamespace = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace is a DNS-1123 label: lower-case letters, digits and "-", at most 63, starting and ending with a letter or digit');
+
+/** An object name: one API path segment (apimachinery path.IsValidPathSegmentName: not "." or "..", no "/" or "%"), no control or space character. */
+export const KubeName = z
+  .string()
+  .min(1)
+  .max(253)
+  .refine((n) => n !== '.' && n !== '..' && !/[/%\s\p{Cc}]/u.test(n), { message: 'an object name may not be "." or "..", nor hold "/", "%", a space or a control character (it is a segment of the API path)' });
+
 export const Resource = z
   .object({
-    apiVersion: z.string().min(1),
-    kind: z.string().min(1),
-    namespace: z.string().optional(),
-    name: z.string().min(1),
+    apiVersion: z.string().min(1).regex(/^([a-z0-9.-]+\/)?v[0-9a-z]+$/, 'an apiVersion is GROUP/VERSION or VERSION, like apps/v1 or v1'),
+    kind: z.string().min(1).regex(/^[A-Za-z][A-Za-z0-9]*$/, 'a kind is a word of letters and digits, like Deployment'),
+    namespace: KubeNamespace.optional(),
+    name: KubeName,
   })
   .strict();
+
+/**
+ * The branch lastgood reads and writes: git check-ref-format's rules for a branch (refs.c
+ * check_refname_component): refused here, with the line, rather than by the first push.
+ */
+export const BranchName = z
+  .string()
+  .min(1)
+  .refine((b) => !b.startsWith('refs/'), { message: 'give the branch name (main), not the ref (refs/heads/main)' })
+  .refine((b) => !/[\s\p{Cc}~^:?*[\\]/u.test(b) && !b.includes('..') && !b.includes('@{') && !b.includes('//') && !/^[-/.]|[/.]$|\.lock$|\/\.|^@$/.test(b), {
+    message: 'not a git branch name (git check-ref-format: no space, control character, "..", "~", "^", ":", "?", "*", "[", "\\", "@{" or "//"; not starting with "-", "." or "/"; not ending with "/", "." or ".lock")',
+  });
+
+/**
+ * repo.url: an https:// or http:// URL, or a local path. A git remote helper (`ext::`, `fd::`) runs
+ * a command, and a value starting with "-" reads as an option to a git command: both refused.
+ */
+export const RepoUrl = z
+  .string()
+  .min(1)
+  .refine((u) => !u.startsWith('-'), { message: 'a repository URL or path may not start with "-"' })
+  .refine((u) => !/^[a-z][a-z0-9+.-]*::/i.test(u), { message: 'git remote helpers (ext::, fd::, …) are not repository URLs lastgood reads: give an https:// URL or a local path' })
+  .refine((u) => !/[\p{Cc}]/u.test(u), { message: 'a repository URL or path may not hold a control character' });
+
+/** A label, reviewer or assignee name on a pull request: one line of text. */
+const RequestName = z.string().min(1).refine((v) => !/[\p{Cc}]/u.test(v), { message: 'no control character (a newline) in a name' });
 
 /** A target name makes the branch lastgood/<target>/<sha>: git check-ref-format's rules hold for it. */
 export const TargetName = z
@@ -211,8 +252,8 @@ export const GitAuth = z
 /** `lastgood controller`: the in-cluster watcher's own settings (every one has a default). */
 export const Controller = z
   .object({
-    namespace: z.string().min(1).optional().describe('namespace of the leader-election Lease (default: the pod\'s own, from POD_NAMESPACE, else "lastgood")'),
-    leaseName: z.string().min(1).default('lastgood-controller').describe('name of the coordination.k8s.io Lease the replicas elect a leader with'),
+    namespace: KubeNamespace.optional().describe('namespace of the leader-election Lease (default: the pod\'s own, from POD_NAMESPACE, else "lastgood")'),
+    leaseName: KubeName.default('lastgood-controller').describe('name of the coordination.k8s.io Lease the replicas elect a leader with'),
     leaderElection: z.boolean().default(true).describe('elect one acting replica through the Lease (off: this process always acts; the repository still prevents a second revert)'),
     listen: z
       .string()
@@ -233,8 +274,8 @@ export const ConfigSchema = z
     $schema: z.string().optional(),
     repo: z
       .object({
-        url: z.string().min(1).describe('https URL of the repository on any git host (GitHub, GitLab, Gitea/Forgejo, Bitbucket, Azure DevOps, a plain git server), or a local path to a working copy or bare repository'),
-        branch: z.string().min(1).default('main'),
+        url: RepoUrl.describe('https URL of the repository on any git host (GitHub, GitLab, Gitea/Forgejo, Bitbucket, Azure DevOps, a plain git server), or a local path to a working copy or bare repository'),
+        branch: BranchName.default('main'),
         apiUrl: z.string().url().optional().describe('the host\'s API base URL when it is not where lastgood looks by default: GitHub Enterprise Server (https://HOST/api/v3), a GitLab under a relative URL root, Bitbucket Cloud\'s (https://api.bitbucket.org/2.0)'),
         provider: z
           .enum(['github', 'gitlab', 'gitea', 'forgejo', 'bitbucket', 'bitbucket-server', 'azure-devops', 'git'])
@@ -296,9 +337,9 @@ export const ConfigSchema = z
       }),
     pullRequest: z
       .object({
-        labels: z.array(z.string()).default(['lastgood', 'rollback']),
-        reviewers: z.array(z.string()).default([]),
-        assignees: z.array(z.string()).default([]),
+        labels: z.array(RequestName).default(['lastgood', 'rollback']),
+        reviewers: z.array(RequestName).default([]),
+        assignees: z.array(RequestName).default([]),
         draft: z.boolean().default(false),
         autoMerge: z.boolean().default(false),
       })
