@@ -91,6 +91,10 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
       return held('alert', 'hazard', `${verdict.summary}; not reverted: ${hazard.message} (to revert anyway, list "${hazard.kind}" in the target's allowRevertDuring); alert`);
     }
   }
+  if (action === 'revert' && guards?.observedBefore) {
+    const o = guards.observedBefore;
+    return held('wait', 'observed-before', `held: ${o.object} failed since ${o.failedSince}, before lastgood's revert ${o.commit.slice(0, 12)} was applied (${o.appliedSince}): a failure left over from the revision before it, not the revert's; waiting for an observation at the revert; ${verdict.summary}`);
+  }
   if (action === 'revert' && guards?.revertOfRevert) {
     const r = guards.revertOfRevert;
     return held('alert', 'revert-of-revert', `${verdict.summary}; the revert itself failed: the failing revision ${r.commit.slice(0, 12)} is lastgood's own revert for ${r.target}: lastgood never reverts a revert, a person must look; alert`);

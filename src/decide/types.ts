@@ -72,7 +72,7 @@ export interface Decision {
   hook?: HookPlan;
 }
 
-export type GuardName = 'clock' | 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'hazard';
+export type GuardName = 'clock' | 'confirmations' | 'wait' | 'maxAge' | 'freeze' | 'hold' | 'settle' | 'cooldown' | 'revert-of-revert' | 'observed-before' | 'hazard';
 
 /** `env.inherit`: secret-looking variables the command may inherit (decide/hook.ts withholds them otherwise). */
 export type HookTarget = { url: string } | { command: string[]; env?: { inherit: string[] } };
@@ -105,4 +105,10 @@ export interface RepoGuards {
   };
   /** the failing revision is itself a lastgood commit: lastgood never reverts a revert */
   revertOfRevert?: { commit: string; target: string };
+  /**
+   * The revision the engine runs is lastgood's revert, but every failure was observed before it was
+   * applied (a Deployment's ProgressDeadlineExceeded from the bad revision, seconds before the sync):
+   * not the revert's failure, and not yet an observation at it (issue 35).
+   */
+  observedBefore?: { commit: string; object: string; failedSince: string; appliedSince: string };
 }

@@ -52,8 +52,13 @@ export async function repoGuards({ reader, head, target, evidence, now }: Gather
   if (failing) {
     const commit = await reader.readCommit(failing);
     const by = lastgoodTarget(commit.message);
-    // only a revert that touched this target's files makes this target's failure a failure of a revert
-    if (by && (by === target.name || (await touches(reader, commit, target.paths)))) out.revertOfRevert = { commit: failing, target: by };
+    // only a revert that touched this target's files makes this target's failure a failure of a revert,
+    // and only a failure observed at it (not one left over from the bad revision before its sync)
+    if (by && (by === target.name || (await touches(reader, commit, target.paths)))) {
+      const before = observedBefore(evidence, failing);
+      if (before) out.observedBefore = before;
+      else out.revertOfRevert = { commit: failing, target: by };
+    }
   }
   const last = await lastRevertWithin(reader, head, target.name, now.getTime() / 1000 - (target.cooldownMs ?? 0) / 1000, target.cooldownMs ?? 0);
   if (last) {
@@ -76,4 +81,29 @@ async function lastRevertWithin(reader: RepoReader, head: string, target: string
     oid = c.parents[0];
   }
   return undefined;
+}
+
+/**
+ * Evidence counts for a revision only when it was observed at that revision: a failed object that
+ * reports the revision itself was; one that reports none (a Deployment) was only if its failure began
+ * after the object that reports the revision began to (the engine object's state since the sync).
+ * When every failure began before, the failure is left over from the revision before: said, with
+ * the times (undefined when some failure belongs to the revision, or the times cannot tell).
+ */
+function observedBefore(evidence: Evidence[], revision: string): RepoGuards['observedBefore'] {
+  const at = (e: Evidence) => e.attempted?.sha !== undefined && (revision.startsWith(e.attempted.sha) || e.attempted.sha.startsWith(revision));
+  const reporter = evidence.find(at);
+  const failed = evidence.filter((e) => e.state === 'failed');
+  if (!reporter?.since || failed.length === 0 || failed.some(at)) return undefined;
+  const applied = Date.parse(reporter.since);
+  if (Number.isNaN(applied)) return undefined;
+  const older = failed.map((e) => ({ e, since: e.since ? Date.parse(e.since) : Number.NaN }));
+  if (older.some(({ since }) => Number.isNaN(since) || since >= applied)) return undefined;
+  const first = older[0]!.e;
+  return {
+    commit: revision,
+    object: `${first.kind} ${first.namespace ? `${first.namespace}/` : ''}${first.name}`,
+    failedSince: first.since!,
+    appliedSince: reporter.since,
+  };
 }
