@@ -4,15 +4,19 @@
  * notifications, logs and stdout: every piece is scrubbed of secrets and bounded in size first.
  *
  * - `redact(text)`: removes registered secrets (the tokens and webhook URLs lastgood was given)
- *   and well-known credential shapes. Safe on JSON text: no pattern starts or ends inside an
- *   escape sequence, so redacting a serialised document leaves it valid JSON.
+ *   and well-known credential shapes (the rules of src/scrub-rules.ts, after gitleaks'). Safe on
+ *   JSON text: no pattern starts or ends inside an escape sequence, so redacting a serialised
+ *   document leaves it valid JSON.
  * - `scrubText(text, { maxBytes })`: redact, then bound (default 4 KiB) with a visible marker.
  * - `scrubDeep(value)`: scrubText on every string of an object tree, in place (the observe boundary).
  *
- * This module imports nothing from lastgood: errors.ts builds on it.
+ * This module imports nothing from lastgood but its own rules (src/scrub-rules.ts): errors.ts
+ * builds on it.
  */
+import { REDACTED, rulesFor } from './scrub-rules.ts';
 
-export const REDACTED = '***';
+export { REDACTED };
+
 /** The default bound for one piece of outside text (an event message, a condition message). */
 export const MAX_TEXT_BYTES = 4096;
 
@@ -57,49 +61,19 @@ export function registerEnvironmentSecrets(env: Record<string, string | undefine
 
 registerEnvironmentSecrets();
 
-// A word starts after a non-word character, or after a JSON escape (\n, \t …) of serialised text.
-const B = String.raw`(?:(?<=\\[nrtbf])|(?<![A-Za-z0-9_]))`;
-// Values stop at whitespace, quotes, backslashes and separators: a match never eats a JSON escape.
-// Repetitions before an anchor are bounded so that a long run of text stays linear.
-const VALUE = String.raw`[^\s"'\\,;|&<>]+`;
-
-/** Well-known credential shapes, each with its replacement. */
-const PATTERNS: Array<[RegExp, string]> = [
-  // PEM private keys, whole blocks; an unterminated block (cut off) up to where its base64 ends
-  [/-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?-----END \1PRIVATE KEY-----/g, '[redacted private key]'],
-  [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s:,-]|\\[nrt])*/g, '[redacted private key]'],
-  // credentials in URLs: scheme://user:password@host; scheme://token@host when the user looks like a
-  // token (long, with a digit) — not ssh://git@host, nor docker-pullable://alpine@sha256:… (an image)
-  [new RegExp(String.raw`${B}([a-z][a-z0-9+.-]{0,30}:\/\/)[^\s/?#@"'\\<>:]*:[^\s/?#@"'\\<>]+@`, 'gi'), `$1${REDACTED}@`],
-  [new RegExp(String.raw`${B}([a-z][a-z0-9+.-]{0,30}:\/\/)(?=[A-Za-z0-9_.~%-]*[0-9])[A-Za-z0-9_.~%-]{16,}@(?!sha\d+:)`, 'gi'), `$1${REDACTED}@`],
-  // authorization headers, with or without a scheme (Bearer, Basic, token, …)
-  [new RegExp(String.raw`${B}((?:proxy-)?authorization|x-api-key|api-key|private-token|x-auth-token)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|digest|negotiate|apikey|aws4-hmac-sha256)\s+)?${VALUE}`, 'gi'), `$1$2${REDACTED}`],
-  [new RegExp(String.raw`${B}((?:set-)?cookie)(["']?\s*:\s*["']?)[^\r\n"'\\]+`, 'gi'), `$1$2${REDACTED}`],
-  [new RegExp(String.raw`${B}(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}`, 'gi'), `$1 ${REDACTED}`],
-  // "Basic …" / "token …" only when the word after looks like a credential (has a digit or +/=), not prose
-  [new RegExp(String.raw`${B}(Basic|token)\s+(?=[A-Za-z0-9._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{12,}`, 'gi'), `$1 ${REDACTED}`],
-  // query parameters and key=value pairs that carry secrets
-  [new RegExp(String.raw`${B}([\w.-]{0,40}?(?:password|passwd|pwd|token|secret|api_?key|apikey|access_key|private_key|secret_key|signature|sig|credential))=${VALUE}`, 'gi'), `$1=${REDACTED}`],
-  [new RegExp(String.raw`${B}([\w.-]{0,40}?(?:password|passwd|client_secret|secret_key|secret_access_key|session_token))(["']?\s*:\s*["']?)${VALUE}`, 'gi'), `$1$2${REDACTED}`],
-  // token shapes: GitHub, GitLab, Slack, AWS access keys, JWTs
-  [new RegExp(String.raw`${B}(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,})`, 'g'), REDACTED],
-  [new RegExp(String.raw`${B}gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_.-]{16,}`, 'g'), REDACTED],
-  [new RegExp(String.raw`${B}xox[a-z]-[A-Za-z0-9-]{8,}`, 'g'), REDACTED],
-  [new RegExp(String.raw`${B}hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9/_-]+`, 'g'), `hooks.slack.com/${REDACTED}`],
-  [new RegExp(String.raw`${B}(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])`, 'g'), REDACTED],
-  [new RegExp(String.raw`${B}eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`, 'g'), REDACTED],
-];
-
-/** A cheap test that lets most strings (names, reasons, revisions) skip the patterns. */
-const MAYBE_SECRET = /gh[pousr]_|github_pat_|gl[a-z]{1,3}-|xox[a-z]-|A[A-Z]{3}[A-Z0-9]{16}|eyJ|:\/\/[^\s/]*@|authorization|api-key|private-token|auth-token|cookie|bearer|basic|token|pass|pwd|secret|sig|x-amz|aws_|hooks\.slack|PRIVATE KEY/i;
-
 /** Removes every registered secret and anything that looks like a credential. */
 export function redact(text: string): string {
   if (text.length < 6) return text; // too short to hold a secret
   let out = text;
   for (const s of spellings) if (out.includes(s)) out = out.split(s).join(REDACTED);
-  if (!MAYBE_SECRET.test(out)) return out;
-  for (const [re, replacement] of PATTERNS) out = out.replace(re, replacement);
+  // A rule runs only where one of its keywords is: most strings (names, reasons, revisions) skip
+  // them all. Where something was removed, once more: a token glued to the end of one removed by a
+  // later rule (`…KEY-1…ghp_…`) starts a word only now; so a second redact finds nothing new.
+  for (let pass = 0; pass < 3; pass++) {
+    const before = out;
+    for (const rule of rulesFor(out)) out = out.replace(rule.pattern, rule.replacement);
+    if (out === before) break;
+  }
   return out;
 }
 
