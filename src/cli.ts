@@ -59,8 +59,13 @@ async function analyseFor(config: Config, configFile: string, observed: Observed
   return analyse({ config, observed, now, target, ...(read ? { read } : {}), provider: { relativeTo: path.dirname(path.resolve(configFile)), env: process.env } });
 }
 
-/** The repository backend; `progress`: show a long fetch's progress on stderr (not in the controller, whose stderr is its JSON log). */
-async function repoFor(config: Config, configFile: string, repoFlag: string | undefined, progress = true) {
+/**
+ * The repository backend; `progress`: show a long fetch's progress on stderr; `onWarning`: where a
+ * backend's warnings go (default stderr; the controller's go through its logger: its stderr is its
+ * JSON log, issue 35).
+ */
+async function repoFor(config: Config, configFile: string, repoFlag: string | undefined, opts: { progress?: boolean; onWarning?: (message: string) => void } = {}) {
+  const progress = opts.progress ?? true;
   // a command that reads the repository builds models: the first would grow V8's young generation
   // to 128 MB (engine/heap.ts); commands that do not (health, --version) do not load perf_hooks for it
   (await import('./engine/heap.ts')).boundYoungGeneration();
@@ -71,7 +76,7 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     token: process.env.LASTGOOD_GITHUB_TOKEN ?? process.env.GITHUB_TOKEN,
     repo: config.repo,
     // what a backend warns of outside a delivery (credentials over plain http, a reviewer not requested)
-    onWarning: (message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`),
+    onWarning: opts.onWarning ?? ((message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`)),
     // a fetch that takes over a second shows its progress on stderr — a terminal's, as git does, or
     // any with LASTGOOD_PROGRESS=1 (LASTGOOD_PROGRESS_AFTER_MS: after how long)
     ...(progress && (process.stderr.isTTY || process.env.LASTGOOD_PROGRESS === '1') ? { onProgress: progressReporter({ write: (text) => process.stderr.write(text), tty: Boolean(process.stderr.isTTY), afterMs: Number(process.env.LASTGOOD_PROGRESS_AFTER_MS ?? 1000) }) } : {}),
@@ -296,9 +301,10 @@ clusterOptions(program
   .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .action(async (o: { config: string } & ClusterFlags) => {
     const config = await loadConfig(o.config);
-    const repo = await repoFor(config, o.config, undefined, false);
+    const controllerLog = makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info');
+    const repo = await repoFor(config, o.config, undefined, { progress: false, onWarning: (message) => controllerLog.warn({ repo: config.repo.url }, redact(message)) });
     const { runController } = await import('./controller/main.ts');
-    exitCode = await runController({ config, repo, log: makeLogger(process.env.LASTGOOD_LOG_LEVEL ?? 'info'), kubeconfig: o.kubeconfig, context: o.context });
+    exitCode = await runController({ config, repo, log: controllerLog, kubeconfig: o.kubeconfig, context: o.context });
   });
 
 program
