@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { terminalLines, terminalText } from './revert/markup.ts';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
@@ -76,7 +77,7 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
     token: process.env.LASTGOOD_GITHUB_TOKEN ?? process.env.GITHUB_TOKEN,
     repo: config.repo,
     // what a backend warns of outside a delivery (credentials over plain http, a reviewer not requested)
-    onWarning: opts.onWarning ?? ((message: string) => process.stderr.write(`lastgood: warning: ${redact(message)}\n`)),
+    onWarning: opts.onWarning ?? ((message: string) => process.stderr.write(`lastgood: warning: ${terminalText(redact(message))}\n`)),
     // a fetch that takes over a second shows its progress on stderr — a terminal's, as git does, or
     // any with LASTGOOD_PROGRESS=1 (LASTGOOD_PROGRESS_AFTER_MS: after how long)
     ...(progress && (process.stderr.isTTY || process.env.LASTGOOD_PROGRESS === '1') ? { onProgress: progressReporter({ write: (text) => process.stderr.write(text), tty: Boolean(process.stderr.isTTY), afterMs: Number(process.env.LASTGOOD_PROGRESS_AFTER_MS ?? 1000) }) } : {}),
@@ -97,7 +98,7 @@ async function print(report: Report, json: boolean, showDiff = false): Promise<v
   const tty = terminalStyle(process.stdout, process.env);
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
-  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${redact(t.error.message)}\n`);
+  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${terminalText(redact(t.error.message))}\n`);
   exitCode = (await engine()).exitCodeFor(report);
 }
 
@@ -242,7 +243,7 @@ clusterOptions(program
       const cluster = Boolean(o.snapshot?.length || o.kubeconfig || process.env.KUBECONFIG || process.env.KUBERNETES_SERVICE_HOST);
       const scope = eventScope(match, { ...(o.target ? { target: o.target } : {}), eventOnly: !cluster });
       if (scope.unmatched !== undefined) {
-        process.stderr.write(`lastgood: nothing to do: ${redact(scope.unmatched)} (event: ${redact(event.summary)})\n`);
+        process.stderr.write(`lastgood: nothing to do: ${terminalText(redact(scope.unmatched))} (event: ${terminalText(redact(event.summary))})\n`);
         await print({ targets: [] }, Boolean(o.json));
         return;
       }
@@ -357,7 +358,7 @@ program
     }
     const { installManifests } = await import('./controller/install.ts');
     const out = await installManifests({ config, configText: await readFile(o.config, 'utf8'), ...(o.image ? { image: o.image } : {}), ...(o.registry ? { registry: o.registry } : {}), ...(o.namespace ? { namespace: o.namespace } : {}), ...(ca ? { ca } : {}) });
-    for (const w of out.warnings) process.stderr.write(`lastgood: warning: ${w}\n`);
+    for (const w of out.warnings) process.stderr.write(`lastgood: warning: ${terminalText(w)}\n`);
     if (!o.kustomize) {
       process.stdout.write(out.yaml);
       return;
@@ -477,7 +478,8 @@ try {
     process.exitCode = error.exitCode === 0 ? 0 : 2;
   } else if (error instanceof LastgoodError) {
     // already redacted; bounded too: an error may quote outside text
-    process.stderr.write(`lastgood: ${scrubText(error.message, { maxBytes: 16_384 })}\n`);
+    // repository and cluster text in a message (a file name, a status) shows its control characters written out
+    process.stderr.write(`lastgood: ${terminalLines(scrubText(error.message, { maxBytes: 16_384 }))}\n`);
     process.exitCode = error.exitCode;
   } else {
     process.stderr.write(`lastgood: internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}\n`);

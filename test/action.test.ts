@@ -122,8 +122,9 @@ test('Flux githubdispatch HealthCheckFailed: reverts on the branch, outputs and 
   t.is(r.outputs['pull-request-url'], '');
   t.deepEqual(JSON.parse(r.outputs.report!).targets.map((x: any) => [x.name, x.action]), [['podinfo-prod', 'revert']]);
   t.regex(r.summary, /^## lastgood: `podinfo-prod` FAILED \(analysis\) — reverted/m);
-  t.regex(r.summary, /\*\*Event:\*\* Flux error event for Kustomization flux-system\/apps: HealthCheckFailed/);
-  t.regex(r.summary, /\| kustomize\.toolkit\.fluxcd\.io\/Kustomization flux-system\/apps \| failed \| HealthCheckFailed \|/);
+  // the event's and the cluster's words are quoted as code (revert/markup.ts)
+  t.regex(r.summary, /\*\*Event:\*\* `Flux error event for Kustomization flux-system\/apps: HealthCheckFailed/);
+  t.regex(r.summary, /\| `kustomize\.toolkit\.fluxcd\.io\/Kustomization flux-system\/apps` \| failed \| `HealthCheckFailed` \|/);
   t.true(r.summary.includes(`\`${s.c3.slice(0, 12)}\``));
   t.regex(r.stdout, /::notice title=lastgood%3A podinfo-prod::podinfo-prod failed: reverted by/);
   assertNoToken(t, r);
@@ -151,8 +152,8 @@ test('Argo CD sync failed (pull-request mode): the revert goes to the lastgood/<
   const branch = `lastgood/podinfo-prod/${s.c3.slice(0, 12)}`;
   t.is(git(s.repo, 'rev-parse', branch), r.outputs.commit!);
   t.is(git(s.repo, 'rev-parse', 'main'), s.c4, 'main untouched in pull-request mode');
-  t.regex(r.summary, /argoproj\.io\/Application argocd\/podinfo-prod \| failed \| SyncFailed/);
-  t.regex(r.summary, /Event:\*\* Argo CD notification for Application argocd\/podinfo-prod: health Healthy, sync OutOfSync, last sync Failed/);
+  t.regex(r.summary, /`argoproj\.io\/Application argocd\/podinfo-prod` \| failed \| `SyncFailed`/);
+  t.regex(r.summary, /Event:\*\* `Argo CD notification for Application argocd\/podinfo-prod: health Healthy, sync OutOfSync, last sync Failed/);
 });
 
 test('Argo CD health Degraded, dry run: would revert, writes nothing, shows the diff', async (t) => {
@@ -178,7 +179,7 @@ test('Flagger canary failed, event only: failed but no revision to revert → st
   t.is(r.outputs.action, 'alert');
   t.is(fingerprint(s.repo), before);
   t.regex(r.stdout, /::error title=lastgood%3A podinfo-prod::podinfo-prod failed and was not reverted: revert impossible: cannot tell which commit is bad/);
-  t.regex(r.summary, /flagger\.app\/Canary prod\/podinfo \| failed \| Failed \| [^|]+ \| Canary failed! Scaling down podinfo\.prod/);
+  t.regex(r.summary, /`flagger\.app\/Canary prod\/podinfo` \| failed \| `Failed` \| [^|]+ \| `Canary failed! Scaling down podinfo\.prod/);
   t.regex(r.summary, /not reverted/);
 });
 
@@ -199,7 +200,7 @@ test('Alertmanager firing alert matched by labels (deployment, namespace): the a
   t.is(r.outputs.verdict, 'failed');
   t.is(r.outputs.action, 'revert');
   t.is(r.outputs['bad-revision'], s.c3);
-  t.regex(r.summary, /lastgood\.dev\/Alert prod\/PodinfoHighErrorRate \| failed \| AlertFiring \| [^|]+ \| podinfo in prod answers 12% of requests with 5xx/);
+  t.regex(r.summary, /`lastgood\.dev\/Alert prod\/PodinfoHighErrorRate` \| failed \| `AlertFiring` \| [^|]+ \| `podinfo in prod answers 12% of requests with 5xx/);
   t.regex(git(s.repo, 'log', '-1', '--format=%B', 'main'), /Lastgood-Evidence: lastgood\.dev\/Alert prod\/PodinfoHighErrorRate state=failed reason=AlertFiring/);
 });
 

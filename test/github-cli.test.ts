@@ -57,7 +57,8 @@ test('failed target → one pull request with the right tree, trailers, labels a
   t.regex(out.pullRequest, new RegExp(`/acme/gitops/pull/${pull.number}$`), 'the html_url GitHub returns');
   t.deepEqual(pull.labels, ['lastgood', 'rollback']);
   t.deepEqual(pull.reviewers, ['alice']);
-  t.regex(pull.body ?? '', /kustomize\.toolkit\.fluxcd\.io\/Kustomization flux-system\/apps \| failed \| HealthCheckFailed/);
+  // names and reasons from the cluster are quoted as code (revert/markup.ts)
+  t.regex(pull.body ?? '', /`kustomize\.toolkit\.fluxcd\.io\/Kustomization flux-system\/apps` \| failed \| `HealthCheckFailed`/);
   t.regex(pull.body ?? '', new RegExp(`\\[\`${s.bad.slice(0, 12)}\`\\]\\(https://github\\.com/acme/gitops/commit/${s.bad}\\)`));
   // the tree, read with git on the backing repository
   const branchHead = git(s.bare, 'rev-parse', pull.head);

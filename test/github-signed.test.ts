@@ -147,7 +147,8 @@ test('a mode change (or a symlink) goes through the REST git-data API, and the d
   const pr = await backend.deliver(symlink, 'pull-request');
   t.true(pr.created);
   t.regex(pr.warnings?.join('\n') ?? '', /current is a symlink \(120000\)/);
-  t.regex(emulator.pulls[0]!.body ?? '', /lastgood: this revert's commit was written through the REST git-data API/);
+  // quoted as code: it names files of the repository (revert/markup.ts)
+  t.regex(emulator.pulls[0]!.body ?? '', /lastgood: this revert's commit was `written through the REST git-data API/);
   t.is(git(s.bare, 'ls-tree', pr.branch, `${P}current`).split(' ')[0], '120000');
   t.deepEqual(emulator.violations, []);
 });

@@ -49,7 +49,8 @@ for (const host of HOSTS) {
     // the render is tried as the engine builds: this spec.path holds a YAML file that is no Kubernetes object
     // (apps/other/x.yaml), so kustomize refuses the build, and the request says that, not "no kustomize"
     const notRendered = /_Not rendered \((.+)\); the model of what the engine reads checked it\._/.exec(pr!.body)?.[1] ?? '';
-    if (process.env.LASTGOOD_REQUIRE_KUSTOMIZE === '1') t.regex(notRendered, /^the build fails at the head: .*apps\/other\/x\.yaml/, pr!.body);
+    // quoted as code: it names files of the repository (revert/markup.ts)
+    if (process.env.LASTGOOD_REQUIRE_KUSTOMIZE === '1') t.regex(notRendered, /^`the build fails at the head: .*apps\/other\/x\.yaml/, pr!.body);
     else t.not(notRendered, '', pr!.body);
     t.is(outcome!.pullRequest, `${s.emulator.url}${host.requestPage(pr!.number)}`, 'the host\'s own link to the request');
     t.is((await s.backend()).commitUrl?.(s.bad), `${s.emulator.url}${host.commitPage(s.bad)}`, 'commit links in the host\'s shape');

@@ -1,7 +1,9 @@
 import { LastgoodError, RemoteError, redact } from '../errors.ts';
 import type { NotesStore } from '../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery, TreeItem } from '../repo/types.ts';
-import { reviewBranch } from './branch.ts';
+import { codeSpan, type MarkdownDialect } from '../revert/markup.ts';
+import { reviewBranch, reviewBranchPrefix } from './branch.ts';
+import { markedAsOurs, requestMarker, withoutMarkers } from './marker.ts';
 import type { GitCredentials } from './git-remote/auth.ts';
 import type { RemoteRepo } from './git-remote/remote-repo.ts';
 import type { HostCoordinates } from './providers.ts';
@@ -16,9 +18,10 @@ import type { HostCoordinates } from './providers.ts';
  * mirror and one compare-and-swap push. The flow, the same on every host (the GitHub backend is the
  * reference; DESIGN.md "Commits and pull requests"):
  *
- * 1. [FIND] the open requests into the base branch whose source branch is `lastgood/<target>/…`:
- *    ours is the one on `lastgood/<target>/<bad12>`, or the one whose description carries the
- *    hidden marker. One listing serves finding ours and, later, the superseded ones.
+ * 1. [FIND] the open requests into the base branch whose source branch is `lastgood/<target>/…`
+ *    in the repository itself (a fork's are never lastgood's): ours is the one on
+ *    `lastgood/<target>/<bad12>`, or the one whose description carries the hidden marker on a line
+ *    of its own (marker.ts). One listing serves finding ours and, later, the superseded ones.
  * 2. [UPDATE] ours exists: its branch moves only when the planned tree differs (and only from the
  *    value read), title and description follow the plan, a comment says when the evidence changed.
  * 3. [CREATE] otherwise: push the branch, open the request with labels, reviewers and assignees in
@@ -92,7 +95,9 @@ export interface ReviewHost {
   readonly coordinates: HostCoordinates;
   /** API requests sent so far (the benches report them per revert) */
   readonly requests: number;
-  /** open requests into `target` whose source branch starts with `prefix` */
+  /** the host's Markdown, where it differs in what quoting outside text needs (revert/markup.ts) */
+  readonly markdown: MarkdownDialect;
+  /** open requests into `target` whose source branch starts with `prefix`, from the repository itself (never a fork's) */
   listOpen(target: string, prefix: string): Promise<HostRequest[]>;
   /**
    * `lastgood log` (reads only): requests into `query.base` whose source branch starts with
@@ -130,12 +135,8 @@ export interface HostOpenOptions {
   onWarning?: (message: string) => void;
 }
 
-/** `<!-- lastgood:target=<t> bad=<sha> -->`, as the GitHub backend writes it (github.ts pullRequestMarker): finds the request again whatever its branch. */
-export function requestMarker(change: Pick<Change, 'target' | 'bad'>): string {
-  return `<!-- lastgood:target=${change.target} bad=${change.bad[0] ?? 'unknown'} -->`;
-}
-
-const stripMarker = (body: string) => body.replace(/<!-- lastgood:[^>]*-->/g, '').trim();
+/** `<!-- lastgood:target=<t> bad=<sha> -->`, as the GitHub backend writes it: finds the request again whatever its branch, only where lastgood wrote it (marker.ts). */
+export { requestMarker };
 
 const without = (have: string[], want: string[]) => {
   const present = new Set(have.map((x) => x.toLowerCase()));
@@ -169,6 +170,8 @@ export class ReviewRequestRepo implements RepoBackend {
   readonly description: string;
   readonly git: RemoteRepo;
   readonly host: ReviewHost;
+  /** the host's Markdown (ReviewHost.markdown): what a request's description is written in */
+  readonly markdown: MarkdownDialect;
   private readonly baseBranch: string;
   private readonly commits: 'git' | 'api';
   private readonly onWarning: ((message: string) => void) | undefined;
@@ -176,6 +179,7 @@ export class ReviewRequestRepo implements RepoBackend {
   constructor(opts: ReviewRequestRepoOptions) {
     this.git = opts.git;
     this.host = opts.host;
+    this.markdown = opts.host.markdown;
     this.baseBranch = opts.baseBranch;
     this.commits = opts.commits ?? 'git';
     this.kind = opts.host.coordinates.provider;
@@ -238,10 +242,9 @@ export class ReviewRequestRepo implements RepoBackend {
     this.host.checkCanOpen?.();
     const spec: PullRequestSpec = change.pullRequest ?? { title: change.message.split('\n')[0] ?? 'lastgood revert', body: change.message, labels: [], reviewers: [], assignees: [], draft: false, autoMerge: false };
     const branch = reviewBranch(change);
-    const marker = requestMarker(change);
     // a token must never reach a request, even if some evidence text carried one
     const title = redact(spec.title);
-    const body = `${redact(spec.body).trimEnd()}\n\n${marker}\n`;
+    const body = `${redact(spec.body).trimEnd()}\n\n${requestMarker(change)}\n`;
     const want: Decoration = { labels: spec.labels, reviewers: spec.reviewers, assignees: spec.assignees };
     const warnings: string[] = [];
     const warn = (m: string) => {
@@ -249,8 +252,9 @@ export class ReviewRequestRepo implements RepoBackend {
       warnings.push(clean);
       this.onWarning?.(clean);
     };
-    const prefix = `lastgood/${change.target}/`;
-    const mine = (open: HostRequest[]) => open.find((p) => p.source === branch) ?? open.find((p) => p.body.includes(marker));
+    const prefix = reviewBranchPrefix(change.target);
+    // listOpen gives the repository's own requests from lastgood's branches of the target: the marker counts only there (marker.ts)
+    const mine = (open: HostRequest[]) => open.find((p) => p.source === branch) ?? open.find((p) => markedAsOurs({ branch: p.source, fromFork: false, body: p.body }, change));
 
     // [FIND]
     const open = await this.host.listOpen(change.branch, prefix);
@@ -258,7 +262,7 @@ export class ReviewRequestRepo implements RepoBackend {
     if (existing) {
       // [UPDATE]
       const pushed = await this.git.pushReviewBranch(change, existing.source);
-      const evidenceChanged = stripMarker(existing.body) !== stripMarker(body);
+      const evidenceChanged = withoutMarkers(existing.body) !== withoutMarkers(body);
       if (existing.title !== title || evidenceChanged) await this.host.update(existing, { title, body });
       if (evidenceChanged) {
         await this.host.comment(existing, `lastgood saw new evidence for this revert and updated the description.${pushed.created ? ` The branch now points at ${pushed.commit}.` : ''}`);
@@ -307,13 +311,13 @@ export class ReviewRequestRepo implements RepoBackend {
    * a run on stale evidence must not close it.
    */
   private async supersede(open: HostRequest[], current: HostRequest, change: Change): Promise<void> {
-    const prefix = `lastgood/${change.target}/`;
+    const prefix = reviewBranchPrefix(change.target);
     const bad = change.bad[0];
     for (const older of open) {
       if (older.number === current.number || older.source === current.source || !bad) continue;
       const olderBad = older.source.startsWith(prefix) ? await this.resolveCommit(older.source.slice(prefix.length)) : undefined;
       if (!olderBad || olderBad === bad || !(await this.isAncestor(olderBad, bad))) continue;
-      await this.host.comment(older, `Superseded by ${current.url}: a newer failure of \`${change.target}\` (${change.bad[0]?.slice(0, 12) ?? 'unknown'}) needs its own revert. Closing this one. (lastgood)`);
+      await this.host.comment(older, `Superseded by ${current.url}: a newer failure of ${codeSpan(change.target)} (${change.bad[0]?.slice(0, 12) ?? 'unknown'}) needs its own revert. Closing this one. (lastgood)`);
       await this.host.close(older);
     }
   }
@@ -343,13 +347,13 @@ export class ReviewRequestRepo implements RepoBackend {
 
   /** RepoBackend: closes the target's open revert requests whose bad commit the healthy revision contains. */
   async closeSupersededReverts(target: string, healthyRevision: string): Promise<number[]> {
-    const prefix = `lastgood/${target}/`;
+    const prefix = reviewBranchPrefix(target);
     const base = this.baseBranch;
     const closed: number[] = [];
     for (const pr of await this.host.listOpen(base, prefix)) {
       const bad = await this.resolveCommit(pr.source.slice(prefix.length));
       if (!bad || bad === healthyRevision || !(await this.isAncestor(bad, healthyRevision))) continue;
-      await this.host.comment(pr, `A newer healthy revision (${healthyRevision}) of \`${target}\` landed, so this revert is no longer needed: closing it. (lastgood)`);
+      await this.host.comment(pr, `A newer healthy revision (${healthyRevision}) of ${codeSpan(target)} landed, so this revert is no longer needed: closing it. (lastgood)`);
       await this.host.close(pr);
       closed.push(pr.number);
     }

@@ -180,7 +180,7 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
   }
   const mode = opts.mode ?? target.mode;
   if (mode === 'pull-request') {
-    const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts) });
+    const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts), ...(opts.repo.markdown ? { markdown: opts.repo.markdown } : {}) });
     change.pullRequest = { ...pr, ...opts.config.pullRequest };
   }
   if (opts.dryRun) {

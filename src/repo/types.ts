@@ -1,4 +1,5 @@
 import type { NotesStore } from '../history/notes.ts';
+import type { MarkdownDialect } from '../revert/markup.ts';
 
 /**
  * The port between the pipeline and a config repository. history/ and revert/ only read through
@@ -158,6 +159,8 @@ export interface ReviewRequestQuery {
 
 export interface RepoBackend extends RepoReader {
   readonly kind: string;
+  /** the Markdown of the host's request descriptions and comments (revert/markup.ts); absent: the rules that render alike on every host */
+  readonly markdown?: MarkdownDialect;
   /** verified last-known-good records (git notes under refs/notes/lastgood), where the backend keeps them */
   notes?(): NotesStore;
   /** the web page of a commit on the repository's host (GitHub, GitLab, Gitea, Bitbucket), for links in PRs and summaries */

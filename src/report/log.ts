@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { redact } from '../scrub.ts';
+import { terminalJson, terminalLines, terminalText } from '../revert/markup.ts';
 
 /**
  * The logger of every door: JSON lines on stderr, one object per line, with the time as ISO 8601
@@ -52,7 +53,8 @@ export function makeLogger(level: string, opts: LoggerOptions = {}): Logger {
 export function uniqueKeys(line: string): string {
   const text = line.endsWith('\n') ? line.slice(0, -1) : line;
   try {
-    return JSON.stringify(JSON.parse(text)) + '\n';
+    // control characters JSON.stringify leaves as they are (DEL, C1) become escapes too: nothing reaches the terminal (revert/markup.ts)
+    return terminalJson(JSON.stringify(JSON.parse(text))) + '\n';
   } catch {
     return line;
   }
@@ -71,11 +73,12 @@ export function prettyLine(line: string, color = false): string {
   const { time, level, msg, err, ...rest } = obj;
   const [name, sgr] = LEVELS[Number(level)] ?? [String(level), '0'];
   const lvl = color ? `\x1b[${sgr}m${name.padEnd(5)}\x1b[0m` : name.padEnd(5);
-  // a string bare where it can be read back (no space, quote or "="), else quoted; anything else as JSON
-  const value = (v: unknown) => (typeof v !== 'string' ? JSON.stringify(v) : v !== '' && !/[\s"=]/.test(v) ? v : JSON.stringify(v));
-  const fields = Object.entries(rest).map(([k, v]) => `${k}=${value(v)}`).join(' ');
-  const parts = [String(time ?? ''), lvl, String(msg ?? ''), fields].filter(Boolean).join(' ');
+  // a string bare where it can be read back (no space, quote or "="), else quoted; anything else as JSON;
+  // control characters written out either way (a message or a value may quote a file name or a cluster's words)
+  const value = (v: unknown) => terminalText(typeof v !== 'string' ? JSON.stringify(v) : v !== '' && !/[\s"=]/.test(v) ? v : JSON.stringify(v));
+  const fields = Object.entries(rest).map(([k, v]) => `${terminalText(k)}=${value(v)}`).join(' ');
+  const parts = [terminalText(String(time ?? '')), lvl, terminalText(String(msg ?? '')), fields].filter(Boolean).join(' ');
   const e = err as { message?: string; stack?: string } | string | undefined;
-  const error = e === undefined ? '' : typeof e === 'string' ? `\n    ${e}` : `\n    ${(e.stack ?? e.message ?? JSON.stringify(e)).split('\n').join('\n    ')}`;
+  const error = e === undefined ? '' : typeof e === 'string' ? `\n    ${terminalText(e)}` : `\n    ${terminalLines(e.stack ?? e.message ?? JSON.stringify(e)).split('\n').join('\n    ')}`;
   return `${parts}${error}\n`;
 }

@@ -5,6 +5,7 @@
  * the rule is tested without waiting.
  */
 import type { TransferEvent } from '../repo/types.ts';
+import { terminalText } from '../revert/markup.ts';
 
 export type { TransferEvent };
 
@@ -29,7 +30,7 @@ export function progressReporter(opts: ProgressOptions): (event: TransferEvent) 
     const t = now();
     started ??= t;
     const elapsed = t - started;
-    const line = `lastgood: fetching from ${event.host}: ${size(event.bytes)}`;
+    const line = `lastgood: fetching from ${terminalText(event.host)}: ${size(event.bytes)}`;
     if (event.done) {
       if (shown !== undefined) opts.write(`${opts.tty ? '\r\x1b[K' : ''}${line}, done in ${(elapsed / 1000).toFixed(1)} s\n`);
       started = undefined;

@@ -1,10 +1,12 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact } from '../scrub.ts';
+import { codeBlock, codeSpan, diffStatBlock, GITHUB_FLAVORED, timeText } from '../revert/markup.ts';
 
 /**
  * The GitHub Actions job summary (GITHUB_STEP_SUMMARY): markdown with the verdict, the evidence
- * table and links, one section per target. Pure: the Action writes what this returns.
+ * table and links, one section per target. Pure: the Action writes what this returns. Text from
+ * the repository, the cluster or the event is quoted as code (revert/markup.ts), in GitHub's dialect.
  */
 export interface SummaryContext {
   /** the event that started the run (event-driven mode), one line */
@@ -24,8 +26,8 @@ export function renderSummary(report: Report, ctx: SummaryContext): string {
   const lines: string[] = [];
   const main = primaryOutcome(report);
   lines.push(`## lastgood: ${main ? headline(main, ctx.dryRun) : 'nothing to do'}`, '');
-  if (ctx.event) lines.push(`**Event:** ${escapeInline(ctx.event)}`, '');
-  if (ctx.unmatched) lines.push(`The event concerns no configured target (${escapeInline(ctx.unmatched)}): nothing was checked and nothing written. Outputs: \`verdict=none\`, \`action=none\`.`, '');
+  if (ctx.event) lines.push(`**Event:** ${codeSpan(ctx.event)}`, '');
+  if (ctx.unmatched) lines.push(`The event concerns no configured target (${codeSpan(ctx.unmatched)}): nothing was checked and nothing written. Outputs: \`verdict=none\`, \`action=none\`.`, '');
   if (ctx.waited) lines.push(`Waited ${ctx.waited} for a verdict.`, '');
   if (ctx.dryRun && report.targets.length > 0) lines.push('> [!NOTE]', '> Dry run: nothing was written.', '');
   for (const t of report.targets) lines.push(...targetSection(t, ctx), '');
@@ -34,7 +36,7 @@ export function renderSummary(report: Report, ctx: SummaryContext): string {
 }
 
 function headline(t: TargetOutcome, dryRun: boolean): string {
-  const what = `\`${t.name}\` ${t.verdict.toUpperCase()}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`;
+  const what = `${codeSpan(t.name)} ${t.verdict.toUpperCase()}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`;
   switch (t.action) {
     case 'revert':
       if (dryRun) return `${what} — would revert`;
@@ -52,37 +54,30 @@ function headline(t: TargetOutcome, dryRun: boolean): string {
 
 function targetSection(t: TargetOutcome, ctx: SummaryContext): string[] {
   const out: string[] = [];
-  out.push(`### ${VERDICT_ICON[t.verdict]} \`${t.name}\`: ${t.verdict}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`, '');
-  out.push(`**Decision:** ${t.action} — ${escapeInline(t.reason)}`, '');
+  out.push(`### ${VERDICT_ICON[t.verdict]} ${codeSpan(t.name)}: ${t.verdict}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`, '');
+  out.push(`**Decision:** ${t.action} — ${codeSpan(t.reason)}`, '');
   out.push('| object | state | reason | since | message |', '|---|---|---|---|---|');
   for (const e of t.evidence) out.push(evidenceRow(e));
   out.push('');
-  const link = (sha: string) => (ctx.commitUrl ? `[\`${sha.slice(0, 12)}\`](${ctx.commitUrl(sha)})` : `\`${sha.slice(0, 12)}\``);
+  const link = (sha: string) => (ctx.commitUrl ? `[${codeSpan(sha.slice(0, 12))}](${ctx.commitUrl(sha)})` : codeSpan(sha.slice(0, 12)));
   const facts: string[] = [];
   if (t.bad.length) facts.push(`- Bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.map(link).join(', ')}`);
   if (t.lastKnownGood) facts.push(`- Last-known-good: ${link(t.lastKnownGood)} (${t.verified ? 'verified: observed healthy' : 'unverified: the commit before the first bad one'})`);
   if (t.pullRequest) facts.push(`- Pull request: ${t.pullRequest}${t.created === false ? ' (already open)' : ''}`);
-  if (t.commit) facts.push(`- ${t.created === false ? 'Existing' : 'New'} commit: ${link(t.commit)}${t.branch ? ` on \`${t.branch}\`` : ''}`);
+  if (t.commit) facts.push(`- ${t.created === false ? 'Existing' : 'New'} commit: ${link(t.commit)}${t.branch ? ` on ${codeSpan(t.branch)}` : ''}`);
   if (facts.length) out.push(...facts, '');
-  if (t.checked) out.push(`**Checked:** ${escapeInline(t.checked.summary)}`, '');
+  if (t.checked) out.push(`**Checked:** ${codeSpan(t.checked.summary)}`, '');
   if (t.checked?.rendered) out.push(t.checked.rendered.markdown, '');
-  if (t.diffStat) out.push('```', t.diffStat.trimEnd(), '```', '');
-  if (t.diff) out.push('<details><summary>Diff (dry run)</summary>', '', '```diff', t.diff.trimEnd(), '```', '', '</details>');
+  if (t.diffStat) out.push(diffStatBlock(t.diffStat.trimEnd()), '');
+  if (t.diff) out.push('<details><summary>Diff (dry run)</summary>', '', codeBlock(t.diff.trimEnd(), 'diff'), '', '</details>');
   return out;
 }
 
+/** One table row: every cell from the cluster as a code span (GitHub: `\\|` for a pipe in it). */
 function evidenceRow(e: Evidence): string {
+  const cell = (s: string) => (s ? codeSpan(s, GITHUB_FLAVORED) : '');
   const ref = `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`;
-  return `| ${cell(ref)} | ${e.state} | ${cell(e.reason)} | ${e.since ?? ''} | ${cell(e.message.slice(0, 300))} |`;
-}
-
-/** A table cell: one line, pipes escaped, HTML neutralised. */
-function cell(s: string): string {
-  return escapeInline(s).replace(/\|/g, '\\|');
-}
-
-function escapeInline(s: string): string {
-  return s.replace(/\s*\n\s*/g, ' ').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return `| ${cell(ref)} | ${e.state} | ${cell(e.reason)} | ${timeText(e.since, GITHUB_FLAVORED)} | ${cell(e.message.slice(0, 300))} |`;
 }
 
 const ACTION_RANK: Record<TargetOutcome['action'], number> = { revert: 3, alert: 2, wait: 1, none: 0 };

@@ -1,10 +1,14 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact } from '../scrub.ts';
+import { diffStatLines, terminalLines, terminalText as x } from '../revert/markup.ts';
 
 /**
  * The human report of check/run/revert: what each target's verdict is, why, and what was done.
  * Evidence was scrubbed where it entered (observe); the text is scrubbed again on the way out.
+ * Every text that comes from the repository, the cluster or a metrics provider goes through
+ * terminalText (`x` here): an escape sequence or a line break in it is written out, never sent to
+ * the terminal or made into a line of the report (revert/markup.ts).
  */
 export interface FormatOptions {
   showDiff?: boolean;
@@ -37,39 +41,41 @@ function formatTarget(t: TargetOutcome, opts: FormatOptions): string {
   const lines: string[] = [];
   // a check that ended in error can never conclude as it is: said in the headline, not only in the error line
   const inError = t.error?.code === 4 ? ` — ${paint('red', 'CHECK IN ERROR', true)} (exit 4)` : '';
-  lines.push(`${paint(undefined, t.name)}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${t.class})` : ''}${inError}`);
+  lines.push(`${paint(undefined, x(t.name))}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${x(t.class)})` : ''}${inError}`);
   lines.push(`  evidence:`);
   if (opts.tty) {
     // aligned columns: object, state, reason, then since and the message
-    const rows = t.evidence.map((e) => ({ ref: `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`, e }));
+    const rows = t.evidence.map((e) => ({ ref: objectRef(e), e }));
     const width = Math.max(0, ...rows.map((r) => r.ref.length));
     const stateWidth = Math.max(0, ...rows.map((r) => r.e.state.length));
     for (const { ref, e } of rows) {
-      const msg = e.message ? `: ${e.message.replace(/\s*\n\s*/g, ' ').slice(0, 160)}` : '';
-      lines.push(`    ${ref.padEnd(width)}  ${paint(STATE_COLOR[e.state], e.state.padEnd(stateWidth))}  (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`, ...analysisRows(e));
+      lines.push(`    ${ref.padEnd(width)}  ${paint(STATE_COLOR[e.state], x(e.state).padEnd(stateWidth))}  (${x(e.reason)})${e.since ? ` since ${x(e.since)}` : ''}${messageText(e.message, 160)}`, ...analysisRows(e));
     }
   } else for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`, ...analysisRows(e));
-  lines.push(`  decision: ${paint(ACTION_COLOR[t.action], t.action, true)} — ${t.reason}`);
-  if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.join(', ')}`);
-  if (t.explanation) lines.push(`  found by: ${t.explanation}`);
-  if (t.lastKnownGood) lines.push(`  last-known-good: ${t.lastKnownGood} (${t.lkg ?? (t.verified ? 'verified: observed healthy' : 'unverified')})`);
-  if (t.checked) lines.push(`  checked: ${t.checked.summary}`);
-  if (t.checked?.rendered) lines.push(`  rendered: ${t.checked.rendered.summary}`);
-  if (t.error) lines.push(`  error (exit ${t.error.code}): ${t.error.message}`);
-  for (const n of t.notes ?? []) lines.push(`  note: ${n}`);
-  if (t.commit) lines.push(`  ${t.created === false ? 'existing commit' : 'new commit'}: ${t.commit}${t.branch ? ` on ${t.branch}` : ''}`);
-  if (t.pullRequest) lines.push(`  pull request: ${t.pullRequest}`);
-  if (t.diffStat && (t.commit || t.diff)) lines.push(...t.diffStat.split('\n').map((l) => `  ${l}`));
+  lines.push(`  decision: ${paint(ACTION_COLOR[t.action], t.action, true)} — ${x(t.reason)}`);
+  if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.map(x).join(', ')}`);
+  if (t.explanation) lines.push(`  found by: ${x(t.explanation)}`);
+  if (t.lastKnownGood) lines.push(`  last-known-good: ${x(t.lastKnownGood)} (${x(t.lkg ?? (t.verified ? 'verified: observed healthy' : 'unverified'))})`);
+  if (t.checked) lines.push(`  checked: ${x(t.checked.summary)}`);
+  if (t.checked?.rendered) lines.push(`  rendered: ${x(t.checked.rendered.summary)}`);
+  if (t.error) lines.push(`  error (exit ${t.error.code}): ${x(t.error.message)}`);
+  for (const n of t.notes ?? []) lines.push(`  note: ${x(n)}`);
+  if (t.commit) lines.push(`  ${t.created === false ? 'existing commit' : 'new commit'}: ${x(t.commit)}${t.branch ? ` on ${x(t.branch)}` : ''}`);
+  if (t.pullRequest) lines.push(`  pull request: ${x(t.pullRequest)}`);
+  if (t.diffStat && (t.commit || t.diff)) lines.push(...diffStatLines(t.diffStat).map((l) => `  ${x(l)}`));
   // a dry run's diff on request; a plan that was refused (blast radius) is always shown
-  if (t.diff && (opts.showDiff || t.action === 'alert')) lines.push('', t.diff);
-  if (t.checked?.rendered && opts.showDiff) lines.push('', t.checked.rendered.text);
+  if (t.diff && (opts.showDiff || t.action === 'alert')) lines.push('', terminalLines(t.diff));
+  if (t.checked?.rendered && opts.showDiff) lines.push('', terminalLines(t.checked.rendered.text));
   return lines.join('\n') + '\n';
 }
 
+const objectRef = (e: Evidence) => x(`${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`);
+
+/** A status message on the evidence line: its line breaks joined (a message of many lines reads as one), cut to `max`. */
+const messageText = (message: string, max: number) => (message ? `: ${x(message.replace(/\s*\n\s*/g, ' ').slice(0, max))}` : '');
+
 function evidenceRow(e: Evidence): string {
-  const ref = `${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`;
-  const msg = e.message ? `: ${e.message.replace(/\s*\n\s*/g, ' ').slice(0, 160)}` : '';
-  return `${ref} ${e.state} (${e.reason})${e.since ? ` since ${e.since}` : ''}${msg}`;
+  return `${objectRef(e)} ${x(e.state)} (${x(e.reason)})${e.since ? ` since ${x(e.since)}` : ''}${messageText(e.message, 160)}`;
 }
 
 /** A metric check's query, condition, latest value and time, and what comes next (README "Metric checks"). */
@@ -78,10 +84,10 @@ function analysisRows(e: Evidence): string[] {
   if (!a) return [];
   const rows: string[] = [];
   const last = a.measurements[a.measurements.length - 1];
-  rows.push(`      ${a.phase}: ${a.taken}${a.count !== undefined ? ` of ${a.count}` : ''} measurement${a.taken === 1 && a.count === undefined ? '' : 's'}, ${a.failed} failed, ${a.inconclusive} inconclusive, ${a.errors} in error${a.rollout ? `; window from ${a.rollout.start} (${a.rollout.startedBy})` : ''}`);
-  if (last) rows.push(`      last: ${last.value || 'no value'} at ${last.at}: ${last.phase} (${last.message.replace(/\s*\n\s*/g, ' ').slice(0, 200)})`);
-  for (const q of a.queries) rows.push(`      ${a.queries.length > 1 ? `${q.name}: ` : ''}${q.condition}; query: ${q.query.replace(/\s+/g, ' ').trim().slice(0, 300)}`);
-  if (a.nextAt) rows.push(`      next measurement at ${a.nextAt}`);
+  rows.push(`      ${x(a.phase)}: ${a.taken}${a.count !== undefined ? ` of ${a.count}` : ''} measurement${a.taken === 1 && a.count === undefined ? '' : 's'}, ${a.failed} failed, ${a.inconclusive} inconclusive, ${a.errors} in error${a.rollout ? `; window from ${x(a.rollout.start)} (${x(a.rollout.startedBy)})` : ''}`);
+  if (last) rows.push(`      last: ${x(last.value || 'no value')} at ${x(last.at)}: ${x(last.phase)} (${x(last.message.replace(/\s*\n\s*/g, ' ').slice(0, 200))})`);
+  for (const q of a.queries) rows.push(`      ${a.queries.length > 1 ? `${x(q.name)}: ` : ''}${x(q.condition)}; query: ${x(q.query.replace(/\s+/g, ' ').trim().slice(0, 300))}`);
+  if (a.nextAt) rows.push(`      next measurement at ${x(a.nextAt)}`);
   return rows;
 }
 

@@ -3,6 +3,7 @@ import type { Located } from '../history/locate.ts';
 import type { CommitInfo } from '../repo/types.ts';
 import { loadTemplate, render } from './template.ts';
 import { scrubText } from '../scrub.ts';
+import { codeSpan, diffStatBlock, PORTABLE_MARKDOWN, timeText, type MarkdownDialect } from './markup.ts';
 
 export interface MessageInput {
   target: string;
@@ -100,38 +101,50 @@ export interface PullRequestInput extends MessageInput {
   /** link to a commit on the host, e.g. https://github.com/o/r/commit/<sha> */
   commitUrl?: (sha: string) => string;
   diffStat: string;
+  /** the host's Markdown (its backend's `markdown`); default: what renders the same on every host */
+  markdown?: MarkdownDialect;
 }
 
-const cell = (s: string) => oneLine(s).replace(/\|/g, '\\|');
-
+/**
+ * The pull/merge request's title and body (templates/pull-request.md). Everything from the
+ * repository or the cluster — target and object names, paths, commit subjects, status messages,
+ * image references, file names in the diffstat, what lastgood says about them — is quoted as code
+ * (markup.ts): it shows as written and makes no link, image, mention, reference, HTML or
+ * hidden marker on any host.
+ */
 export function pullRequestText(input: PullRequestInput): { title: string; body: string } {
   const { located, verdict } = input;
-  const link = (sha: string) => (input.commitUrl ? `[\`${short(sha)}\`](${input.commitUrl(sha)})` : `\`${short(sha)}\``);
-  const commits = (cs: CommitInfo[]) => cs.map((c) => `- ${link(c.oid)} ${cell(subjectLine(c))}`).join('\n');
-  const frozenLines = [...(input.frozen ?? []).map((f) => `- frozen: ${f}`), ...(input.rejected ?? []).map((r) => `- rejected version: \`${r}\``)];
-  const noteLines = (input.notes ?? []).map((n) => `- ${n}`);
+  const dialect = input.markdown ?? PORTABLE_MARKDOWN;
+  const code = (s: string) => codeSpan(s);
+  const cell = (s: string) => (s ? codeSpan(s, dialect) : '');
+  const link = (sha: string) => (input.commitUrl ? `[${code(short(sha))}](${input.commitUrl(sha)})` : code(short(sha)));
+  const commits = (cs: CommitInfo[]) => cs.map((c) => `- ${link(c.oid)} ${code(subjectLine(c))}`).join('\n');
+  const frozenLines = [...(input.frozen ?? []).map((f) => `- frozen: ${code(f)}`), ...(input.rejected ?? []).map((r) => `- rejected version: ${code(r)}`)];
+  const noteLines = (input.notes ?? []).map((n) => `- ${code(n)}`);
+  const footer = `Opened by lastgood at ${input.now.toISOString()}. Merging this PR is the rollback; closing it leaves the cluster as it is.`;
   const body = render(loadTemplate('pull-request.md'), {
     verb: input.strategy === 'restore' ? 'restore' : 'revert',
     verbPresent: input.strategy === 'restore' ? 'restores' : 'reverts the bad commits in',
-    target: input.target,
-    summary: cell(verdict.summary),
+    target: code(input.target),
+    summary: code(verdict.summary),
     verdict: verdictPhrase(verdict),
-    paths: input.paths.map((p) => `\`${p}\``).join(', '),
+    paths: input.paths.map(code).join(', '),
     frozenNote: frozenLines.length ? ', except the image-automation freeze listed below' : '',
     evidenceRows: verdict.evidence
-      .map((e) => `| ${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name} | ${e.state} | ${cell(e.reason)} | ${e.since ?? ''} | ${cell(e.message).slice(0, 300)} |`)
+      .map((e) => `| ${cell(`${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`)} | ${e.state} | ${cell(e.reason)} | ${timeText(e.since, dialect)} | ${cell(e.message.slice(0, 300))} |`)
       .join('\n'),
     badCommits: commits(located.bad),
     later: located.later.length ? `${input.strategy === 'restore' ? 'Also undone by this restore' : 'Kept (later commits to the same paths)'}:\n\n${commits(located.later)}` : '',
     lastKnownGoodLink: link(located.lastKnownGood),
     verified: located.verified ? '**verified**: observed healthy by lastgood' : `**unverified**: ${lkgPhrase(located).replace(/^unverified: /, '')}`,
-    explanation: cell(located.explanation),
+    explanation: code(located.explanation),
     checked: input.checked
-      ? `\n### What changes in the cluster\n\n${cell(input.checked.summary)}.${input.checked.rendered ? `\n\n${input.checked.rendered.markdown}` : `\n\n_Not rendered (${cell(input.checked.notRendered ?? 'no kustomize was available')}); the model of what the engine reads checked it._`}\n`
+      ? `\n### What changes in the cluster\n\n${code(input.checked.summary)}.${input.checked.rendered ? `\n\n${input.checked.rendered.markdown}` : `\n\n_Not rendered (${code(input.checked.notRendered ?? 'no kustomize was available')}); the model of what the engine reads checked it._`}\n`
       : '',
-    diffStat: '```\n' + input.diffStat + '\n```',
+    diffStat: diffStatBlock(input.diffStat),
     frozen: [noteLines.length ? `### Notes\n\n${noteLines.join('\n')}` : '', frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : ''].filter(Boolean).join('\n\n'),
-    now: input.now.toISOString(),
+    // small print where the host renders HTML; Bitbucket would show the tags
+    footer: dialect.html ? `<sub>${footer}</sub>` : `_${footer}_`,
   });
   const title = oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${verdict.verdict}${verdict.class && verdict.class !== 'stuck' ? `, ${verdict.class}` : ''})`);
   return { title: scrubText(title, { maxBytes: 256 }), body: scrubText(body, { maxBytes: 60_000 }) };

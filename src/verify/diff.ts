@@ -1,5 +1,6 @@
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
+import { codeBlock, codeSpan } from '../revert/markup.ts';
 import { redact } from '../scrub.ts';
 import { deepEqual, type RenderedObject } from './objects.ts';
 
@@ -98,7 +99,7 @@ export function renderedDiff(head: RenderedObject[], reverted: RenderedObject[],
   const r = new Map(reverted.map((o) => [o.key, o.object]));
   const keys = [...new Set([...h.keys(), ...r.keys()])].sort();
   const diffs: ObjectDiff[] = [];
-  const imageChanges = new Set<string>();
+  const imageChanges = new Map<string, { from: string; to: string }>();
   for (const key of keys) {
     const ho = clone(h.get(key));
     const ro = clone(r.get(key));
@@ -113,14 +114,18 @@ export function renderedDiff(head: RenderedObject[], reverted: RenderedObject[],
     const ri = images(r.get(key));
     for (const [where, img] of hi) {
       const after = ri.get(where);
-      if (after && after !== img) imageChanges.add(`image ${img} → ${after}`);
+      if (after && after !== img) imageChanges.set(`image ${img} → ${after}`, { from: img, to: after });
     }
   }
   const count = (s: ObjectDiff['status']) => diffs.filter((d) => d.status === s).length;
-  const summary = diffs.length === 0
+  const changes = [...imageChanges].sort(([a], [b]) => (a < b ? -1 : 1));
+  const said = (images: string[]) => (diffs.length === 0
     ? 'The revert changes no rendered object.'
     : `The revert changes ${diffs.length} rendered object${diffs.length === 1 ? '' : 's'} (${count('changed')} changed, ${count('added')} added, ${count('removed')} removed)` +
-      (imageChanges.size ? `: ${listed([...imageChanges].sort(), 5)}` : '') + '.';
+      (images.length ? `: ${listed(images, 5)}` : '') + '.');
+  const summary = said(changes.map(([text]) => text));
+  // image names come from the repository: in Markdown, code (revert/markup.ts), never live text
+  const markdownSummary = said(changes.map(([, c]) => `image ${codeSpan(c.from)} → ${codeSpan(c.to)}`));
 
   const fit = (header: string, parts: Array<{ full: string; clipped: (room: number) => string }>): string => {
     let out = header;
@@ -156,22 +161,23 @@ export function renderedDiff(head: RenderedObject[], reverted: RenderedObject[],
     };
   });
   const mdParts = diffs.map((d) => {
-    const open = `<details><summary>${escapeHtml(d.key)} (${d.status})</summary>\n\n\`\`\`diff\n`;
-    const close = '```\n\n</details>\n';
-    const body = fence(d.patch);
+    const open = `<details><summary>${escapeHtml(d.key)} (${d.status})</summary>\n\n`;
+    const close = '\n\n</details>\n';
+    // the fence is longer than any run of backticks in the patch, so no line of it closes the block
+    const full = codeBlock(d.patch, 'diff');
     return {
-      full: open + body + (body.endsWith('\n') ? '' : '\n') + close,
+      full: open + full + close,
       clipped: (room: number) => {
-        const end = '```\n' + clipNote + '\n</details>\n';
-        const cut = body.slice(0, Math.max(0, room - open.length - end.length - 1));
-        return open + cut + (cut.endsWith('\n') ? '' : '\n') + end;
+        const end = '\n' + clipNote + '\n</details>\n';
+        const fenceRoom = 2 * (full.indexOf('diff') + 1);
+        return open + codeBlock(d.patch.slice(0, Math.max(0, room - open.length - end.length - fenceRoom - 1)), 'diff') + end;
       },
     };
   });
   return {
     summary,
     text: fit(`${summary}\n\n`, textParts),
-    markdown: fit(`**Rendered diff**: ${summary}\n\n`, mdParts),
+    markdown: fit(`**Rendered diff**: ${markdownSummary}\n\n`, mdParts),
   };
 }
 
@@ -184,7 +190,3 @@ function escapeHtml(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
-/** A line of the diff that would close the ```diff fence early is indented by one space. */
-function fence(patch: string): string {
-  return patch.replace(/^(```)/gm, ' $1');
-}

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
+import { GITHUB_FLAVORED } from '../../revert/markup.ts';
 import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
@@ -126,6 +127,8 @@ export function openAzureDevOps(opts: HostOpenOptions): ReviewHost {
     get requests() {
       return http.requests;
     },
+    // "common Markdown conventions and GitHub-flavored extensions" (learn.microsoft.com/azure/devops/project/wiki/markdown-guidance)
+    markdown: GITHUB_FLAVORED,
     checkCanOpen() {
       if (!credentials) throw new ConfigError('pull-request mode on Azure DevOps needs a personal access token with the "Code (Read & write)" scope: set repo.auth (e.g. auth: { tokenEnv: LASTGOOD_AZURE_DEVOPS_TOKEN })', opts.configFile ? { file: opts.configFile } : {});
     },
@@ -133,7 +136,7 @@ export function openAzureDevOps(opts: HostOpenOptions): ReviewHost {
       const out: HostRequest[] = [];
       for (let skip = 0; ; skip += 100) {
         const page = await call('listing open pull requests', 'GET', '/pullrequests', PullRequestList, undefined, { 'searchCriteria.status': 'active', 'searchCriteria.targetRefName': `refs/heads/${target}`, $top: '100', $skip: String(skip) });
-        out.push(...page.value.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
+        out.push(...page.value.filter((p) => !p.forkSource).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix)));
         if (page.value.length < 100) return out;
       }
     },

@@ -3,6 +3,7 @@ import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
 import { bitbucketAnswer, type ClientAnswer } from './answer.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
+import { PYTHON_MARKDOWN } from '../../revert/markup.ts';
 import { inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
@@ -116,6 +117,9 @@ export function openBitbucketCloud(opts: HostOpenOptions): ReviewHost {
     return found;
   };
 
+  /** a pull request from another repository than this one: never lastgood's */
+  const fromFork = (p: BitbucketPull) => Boolean(p.source?.repository?.full_name) && p.source!.repository!.full_name!.toLowerCase() !== where.toLowerCase();
+
   /** The request without its commits (Bitbucket's hashes are abbreviated: `withCommits` looks them up). */
   const toReviewRequest = (p: BitbucketPull): ReviewRequest => ({
     noun: 'pull request', number: p.id ?? 0, url: p.links?.html?.href ?? `${at.web}/pull-requests/${p.id}`, branch: p.source?.branch?.name ?? '', title: p.title ?? '',
@@ -135,12 +139,14 @@ export function openBitbucketCloud(opts: HostOpenOptions): ReviewHost {
     get requests() {
       return http.requests;
     },
+    // Python-Markdown in safe mode: HTML shown as text (bitbucket.org/tutorials/markdowndemo; revert/markup.ts)
+    markdown: PYTHON_MARKDOWN,
     checkCanOpen() {
       if (!credentials) throw new ConfigError('pull-request mode on Bitbucket Cloud needs credentials: set repo.auth to an access token (tokenEnv), or an app password or API token with its user name (username + passwordEnv)', opts.configFile ? { file: opts.configFile } : {});
     },
     async listOpen(target, prefix) {
       const pulls = await listPulls('listing open pull requests', { state: 'OPEN' });
-      return pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
+      return pulls.filter((p) => !fromFork(p)).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
     },
     async listRequests(query) {
       const since = query.since?.getTime();
@@ -150,7 +156,6 @@ export function openBitbucketCloud(opts: HostOpenOptions): ReviewHost {
       const seen = new Set<number>();
       const ours: BitbucketPull[] = [];
       // lastgood's branches are in the repository itself: a fork's branch of the same name is not one
-      const fromFork = (p: BitbucketPull) => Boolean(p.source?.repository?.full_name) && p.source!.repository!.full_name!.toLowerCase() !== where.toLowerCase();
       for (const p of [...open, ...closed]) {
         if (p.id === undefined || seen.has(p.id) || p.destination?.branch?.name !== query.base || !p.source?.branch?.name?.startsWith(query.branchPrefix) || fromFork(p)) continue;
         seen.add(p.id);

@@ -3,6 +3,7 @@ import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
 import { bitbucketAnswer, type ClientAnswer } from './answer.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
+import { COMMONMARK_WITHOUT_HTML } from '../../revert/markup.ts';
 import { inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
@@ -109,12 +110,14 @@ export function openBitbucketDataCenter(opts: HostOpenOptions): ReviewHost {
     get requests() {
       return http.requests;
     },
+    // CommonMark with GFM tables, every HTML tag escaped (revert/markup.ts COMMONMARK_WITHOUT_HTML)
+    markdown: COMMONMARK_WITHOUT_HTML,
     checkCanOpen() {
       if (!credentials) throw new ConfigError('pull-request mode on Bitbucket Data Center needs credentials: set repo.auth to an HTTP access token (tokenEnv, with scheme: bearer)', opts.configFile ? { file: opts.configFile } : {});
     },
     async listOpen(target, prefix) {
       const pulls = await listPulls('listing open pull requests', { state: 'OPEN', at: `refs/heads/${target}`, direction: 'INCOMING' });
-      return pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
+      return pulls.filter((p) => !fromFork(p)).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
     },
     async listRequests(query) {
       const pulls = await listPulls('listing pull requests', { state: 'ALL', at: `refs/heads/${query.base}`, direction: 'INCOMING', filterText: 'lastgood', order: 'NEWEST' });

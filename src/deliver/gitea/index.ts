@@ -2,6 +2,7 @@ import { giteaApi } from 'gitea-js';
 import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch } from '../host-http.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
+import { GITHUB_FLAVORED } from '../../revert/markup.ts';
 import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type HostRequest, type ReviewHost } from '../review-request.ts';
 
 /**
@@ -97,6 +98,9 @@ export function openGitea(opts: HostOpenOptions): ReviewHost {
     }
   };
 
+  /** a pull request from another repository than this one: never lastgood's */
+  const fromFork = (p: GiteaPull) => Boolean(p.head?.repo?.full_name) && p.head!.repo!.full_name!.toLowerCase() !== where.toLowerCase();
+
   const toReviewRequest = (p: GiteaPull): ReviewRequest => {
     const state = p.merged ? 'merged' : p.state === 'open' ? 'open' : 'closed';
     return {
@@ -115,12 +119,14 @@ export function openGitea(opts: HostOpenOptions): ReviewHost {
     get requests() {
       return http.requests;
     },
+    // goldmark with GFM tables and sanitised HTML (docs.gitea.com/usage/markdown)
+    markdown: GITHUB_FLAVORED,
     checkCanOpen() {
       if (!credentials) throw new ConfigError('pull-request mode on Gitea/Forgejo needs an access token: set repo.auth (e.g. auth: { tokenEnv: LASTGOOD_GITEA_TOKEN }) to a token with the write:repository and write:issue scopes', opts.configFile ? { file: opts.configFile } : {});
     },
     async listOpen(target, prefix) {
       const pulls = await listPulls('listing open pull requests', { state: 'open' });
-      return pulls.map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
+      return pulls.filter((p) => !fromFork(p)).map(toRequest).filter((p) => p.target === target && p.source.startsWith(prefix));
     },
     async listRequests(query) {
       const since = query.since?.getTime();
@@ -130,7 +136,6 @@ export function openGitea(opts: HostOpenOptions): ReviewHost {
       const seen = new Set<number>();
       const out: ReviewRequest[] = [];
       // lastgood's branches are in the repository itself: a fork's branch of the same name is not one
-      const fromFork = (p: GiteaPull) => Boolean(p.head?.repo?.full_name) && p.head!.repo!.full_name!.toLowerCase() !== where.toLowerCase();
       for (const p of [...open, ...closed]) {
         if (p.number === undefined || seen.has(p.number) || p.base?.ref !== query.base || !p.head?.ref?.startsWith(query.branchPrefix) || fromFork(p)) continue;
         seen.add(p.number);

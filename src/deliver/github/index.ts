@@ -6,7 +6,9 @@ import { throttling } from '@octokit/plugin-throttling';
 import { InputError, RemoteError, redact, registerSecret, StaleHeadError } from '../../errors.ts';
 import type { NotesStore } from '../../history/notes.ts';
 import type { Change, CommitInfo, DeliveryMode, DeliveryResult, FileEntry, Person, PullRequestSpec, RepoBackend, ReviewRequest, ReviewRequestQuery } from '../../repo/types.ts';
-import { reviewBranch } from '../branch.ts';
+import { reviewBranch, reviewBranchPrefix } from '../branch.ts';
+import { markedAsOurs, requestMarker, withoutMarkers } from '../marker.ts';
+import { codeSpan, GITHUB_FLAVORED, type MarkdownDialect } from '../../revert/markup.ts';
 import { checkEntryName, symlinkFolderRefusal, type TreeItem } from '../../repo/tree-walk.ts';
 import { GitHubGraphQL, isLostAnswer, protectionMessage, protectionRule, SEND_ONCE, type GraphQLErrorItem, type Permission } from './graphql.ts';
 import { lastgoodTarget, revertedBy } from '../../history/trailers.ts';
@@ -76,6 +78,8 @@ export type GitHubBackend = RepoBackend & {
   readonly repo: string;
   /** the Octokit instance, for callers that need one more endpoint (e.g. the Action's job summary links) */
   readonly octokit: Octokit;
+  /** GitHub Flavored Markdown: what pull request descriptions are written in (revert/markup.ts) */
+  readonly markdown: MarkdownDialect;
 };
 
 const ThrottledOctokit = Octokit.plugin(throttling, retry);
@@ -96,9 +100,9 @@ function failureText(e: OctokitFailure): string {
   return [data?.message ?? e.message, ...details].join(': ');
 }
 
-/** `<!-- lastgood:target=<t> bad=<sha> -->`: finds the PR again whatever its branch (PullRequestSpec). */
+/** `<!-- lastgood:target=<t> bad=<sha> -->`: finds the PR again whatever its branch (PullRequestSpec), only on lastgood's own branches (marker.ts). */
 export function pullRequestMarker(change: Pick<Change, 'target' | 'bad'>): string {
-  return `<!-- lastgood:target=${change.target} bad=${change.bad[0] ?? 'unknown'} -->`;
+  return requestMarker(change);
 }
 
 /** The REST API gives dates in UTC: the author's timezone offset is not recoverable (reported as 0). */
@@ -169,6 +173,7 @@ const TREE_CHUNK = 100; // entries per createTree call, as create-pull-request a
 class GitHubRepo implements GitHubBackend {
   readonly kind = 'github' as const;
   readonly description: string;
+  readonly markdown = GITHUB_FLAVORED;
 
   commitUrl(sha: string): string {
     return `${this.opts.webUrl ?? `https://github.com/${this.owner}/${this.repo}`}/commit/${sha}`;
@@ -204,7 +209,10 @@ class GitHubRepo implements GitHubBackend {
         debug: () => {},
         info: () => {},
         warn: (m: string) => opts.onWarning?.(redact(String(m))),
-        error: (m: string) => opts.onWarning?.(redact(String(m))),
+        // @octokit/plugin-request-log logs every failed request at error: a 404 lastgood asks for on
+        // purpose, the 422 of a claim another replica made first. What fails lastgood says in its own
+        // errors; these are not warnings (issue 35: a raw line per lost claim in the controller's log)
+        error: () => {},
       },
     });
     this.gql = new GitHubGraphQL(this.octokit, `${opts.owner}/${opts.repo}`, (what, permission, error) => this.wrap(what, permission, error));
@@ -546,14 +554,15 @@ class GitHubRepo implements GitHubBackend {
     // a token must never reach a PR, even if some evidence text carried one
     const title = redact(spec.title);
     const plan = await planCommit(change, this.reads);
-    const fallbackNote = plan.restBecause ? `\n\n> lastgood: this revert's commit was ${restWarning(plan.restBecause)}.` : '';
+    // the note names files of the repository: quoted as code (revert/markup.ts)
+    const fallbackNote = plan.restBecause ? `\n\n> lastgood: this revert's commit was ${codeSpan(restWarning(plan.restBecause))}.` : '';
     const body = `${redact(spec.body).trimEnd()}${fallbackNote}\n\n${marker}\n`;
     const warnings: string[] = [];
     const warn = (m: string) => {
       warnings.push(this.warn(m));
     };
 
-    const ctx = await this.pullRequestContext(change.branch, branch, marker, spec);
+    const ctx = await this.pullRequestContext(change.branch, branch, change, spec);
     const existing = ctx.pull;
     if (plan.noop && !existing) return { commit: change.parent, branch, created: false, warnings: ['the change leaves the tree as it is: no pull request opened'] };
 
@@ -567,7 +576,7 @@ class GitHubRepo implements GitHubBackend {
           warn(restWarning(plan.restBecause, moved.signed));
         } else head = await this.moveSigned(existing.headRef, change, plan);
       }
-      const evidenceChanged = stripMarker(existing.body) !== stripMarker(body);
+      const evidenceChanged = withoutMarkers(existing.body) !== withoutMarkers(body);
       if (existing.title !== title || evidenceChanged) {
         await this.call(`updating pull request #${existing.number}`, 'pull-requests', () =>
           this.octokit.rest.pulls.update({ ...this.repoArgs, pull_number: existing.number, title, body }),
@@ -600,13 +609,13 @@ class GitHubRepo implements GitHubBackend {
         } catch (error) {
           // another run opened it between our lookup and now: use that one
           if (isOctokitFailure(error) && error.status === 422 && /already exists/i.test(failureText(error))) {
-            const raced = (await this.pullRequestContext(change.branch, branch, marker, spec)).pull;
+            const raced = (await this.pullRequestContext(change.branch, branch, change, spec)).pull;
             if (raced) return { found: raced, raced: true };
           }
           throw this.wrap(`opening the pull request from ${branch}`, 'pull-requests', error);
         }
       }, async () => {
-        const found = (await this.pullRequestContext(change.branch, branch, marker, spec)).pull;
+        const found = (await this.pullRequestContext(change.branch, branch, change, spec)).pull;
         return found && { found, raced: false };
       });
       if ('found' in opened.value) {
@@ -621,7 +630,7 @@ class GitHubRepo implements GitHubBackend {
       if ('raced' in made) {
         if (!made.uncertain) return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: false };
         lost(made.raced);
-        await this.decorate(made.raced, spec, await this.pullRequestContext(change.branch, branch, marker, spec), warn);
+        await this.decorate(made.raced, spec, await this.pullRequestContext(change.branch, branch, change, spec), warn);
         if (spec.autoMerge) await this.tryMerge(made.raced.number, made.raced.headSha, warn);
         await this.supersedeOlder(change, made.raced.url, ctx, warn);
         return { commit: made.raced.headSha, branch: made.raced.headRef, pullRequest: { url: made.raced.url, number: made.raced.number }, created: true, ...(warnings.length ? { warnings } : {}) };
@@ -639,7 +648,7 @@ class GitHubRepo implements GitHubBackend {
    * else by the body marker among the open PRs on the base), the PR branch if it exists, and the
    * node ids of the labels, reviewers and assignees.
    */
-  private async pullRequestContext(base: string, branch: string, marker: string, spec: Pick<PullRequestSpec, 'labels' | 'reviewers' | 'assignees'>): Promise<PullRequestContext> {
+  private async pullRequestContext(base: string, branch: string, change: Pick<Change, 'target' | 'bad'>, spec: Pick<PullRequestSpec, 'labels' | 'reviewers' | 'assignees'>): Promise<PullRequestContext> {
     const labels = [...new Set(spec.labels)];
     const users = [...new Set([...spec.reviewers, ...spec.assignees])];
     const vars: Record<string, unknown> = { owner: this.owner, name: this.repo, head: branch, base, ref: `refs/heads/${branch}` };
@@ -663,7 +672,9 @@ class GitHubRepo implements GitHubBackend {
     if (fatal.length > 0 || !data) throw this.gql.failure('looking for the revert pull request', undefined, fatal);
     const repo = data.repository;
     const ours = (p: GqlPull) => !p.headRepositoryOwner || p.headRepositoryOwner.login.toLowerCase() === this.owner.toLowerCase();
-    const pr = repo.byHead.nodes.find(ours) ?? repo.byBase.nodes.find((p) => p.body.includes(marker));
+    // by its branch, else by the marker: only on one of lastgood's branches of the target, never a fork's (marker.ts)
+    const marked = (p: GqlPull) => markedAsOurs({ branch: p.headRefName, fromFork: !ours(p), body: p.body }, change);
+    const pr = repo.byHead.nodes.find(ours) ?? repo.byBase.nodes.find(marked);
     const labelIds = new Map<string, string>();
     labels.forEach((l, i) => {
       const id = (repo[`l${i}`] as { id: string } | null)?.id;
@@ -703,7 +714,7 @@ class GitHubRepo implements GitHubBackend {
         if (!isLostAnswer(error) || attempt >= attempts) throw error;
         uncertain = true;
         // the same document again needs the branch as it is now (it may exist after a partial write)
-        ctx = await this.pullRequestContext(change.branch, branch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] });
+        ctx = await this.pullRequestContext(change.branch, branch, change, { labels: [], reviewers: [], assignees: [] });
         if (ctx.pull) return { raced: ctx.pull, uncertain };
         await sleep(backoffDelay(attempt - 1, { baseMs: this.opts.retryUnitMs ?? 1000 }));
       }
@@ -730,7 +741,7 @@ class GitHubRepo implements GitHubBackend {
     if (commit && pull) return { commit, pull };
     const at = (name: string) => errors.filter((e) => e.path?.[0] === name);
     if (errors.some((e) => STALE.test(e.message) || e.type === 'STALE_DATA')) {
-      const raced = (await this.pullRequestContext(change.branch, branch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] })).pull;
+      const raced = (await this.pullRequestContext(change.branch, branch, change, { labels: [], reviewers: [], assignees: [] })).pull;
       if (raced) return { raced };
     }
     // the first failure is the cause: a refused commit makes the pull request fail too
@@ -811,7 +822,7 @@ class GitHubRepo implements GitHubBackend {
    * branch and the PR branch is then moved to it (as @changesets/ghcommit does, core.ts).
    */
   private async moveSigned(prBranch: string, change: Change, plan: CommitPlan): Promise<string> {
-    const ctx = await this.pullRequestContext(change.branch, prBranch, pullRequestMarker(change), { labels: [], reviewers: [], assignees: [] });
+    const ctx = await this.pullRequestContext(change.branch, prBranch, change, { labels: [], reviewers: [], assignees: [] });
     const temp = `lastgood-tmp/${change.target}/${randomBytes(4).toString('hex')}`;
     const doc = `mutation($ref: CreateRefInput!, $commit: CreateCommitOnBranchInput!) { branch: createRef(input: $ref) { ref { id } } commit: createCommitOnBranch(input: $commit) { commit { oid } } }`;
     try {
@@ -931,11 +942,11 @@ class GitHubRepo implements GitHubBackend {
    */
   private async supersedeOlder(change: Change, url: string, ctx: PullRequestContext, warn: (m: string) => void): Promise<void> {
     const bad = change.bad[0];
-    const prefix = `lastgood/${change.target}/`;
+    const prefix = reviewBranchPrefix(change.target);
     // the open pull requests were read with the context: no request at all when there is no other revert of the target
     const candidates = ctx.open.filter((p) => p.headRef.startsWith(prefix) && p.headRef !== reviewBranch(change));
     if (!bad || candidates.length === 0) return;
-    const comment = `Superseded by ${url}: a newer failure of \`${change.target}\` (${bad.slice(0, 12)}) needs its own revert. Closing this one. (lastgood)`;
+    const comment = `Superseded by ${url}: a newer failure of ${codeSpan(change.target)} (${bad.slice(0, 12)}) needs its own revert. Closing this one. (lastgood)`;
     try {
       for (const pull of candidates) {
         const older = await this.resolveCommit(pull.headRef.slice(prefix.length));
@@ -950,7 +961,7 @@ class GitHubRepo implements GitHubBackend {
 
   /** RepoBackend: close open revert PRs of `target` whose bad commit the healthy revision contains. */
   async closeSupersededReverts(target: string, healthyRevision: string): Promise<number[]> {
-    const comment = `A newer healthy revision (${healthyRevision}) of \`${target}\` landed, so this revert is no longer needed: closing it. (lastgood)`;
+    const comment = `A newer healthy revision (${healthyRevision}) of ${codeSpan(target)} landed, so this revert is no longer needed: closing it. (lastgood)`;
     return this.closeSuperseded(target, undefined, comment, async (bad12) => {
       const bad = await this.resolveCommit(bad12);
       return bad !== undefined && bad !== healthyRevision && (await this.isAncestor(bad, healthyRevision));
@@ -958,14 +969,16 @@ class GitHubRepo implements GitHubBackend {
   }
 
   async closeSuperseded(target: string, keepBad: string | undefined, comment: string, shouldClose?: (bad12: string) => Promise<boolean>): Promise<number[]> {
-    const prefix = `lastgood/${target}/`;
+    const prefix = reviewBranchPrefix(target);
     const keep = keepBad ? `${prefix}${keepBad.slice(0, 12)}` : undefined;
+    const own = `${this.owner}/${this.repo}`.toLowerCase();
     const open = await this.call('listing pull requests', undefined, () =>
       this.octokit.paginate(this.octokit.rest.pulls.list, { ...this.repoArgs, state: 'open', per_page: 100 }),
     );
     const closed: number[] = [];
     for (const pull of open) {
-      if (!pull.head.ref.startsWith(prefix) || pull.head.ref === keep) continue;
+      // lastgood's branches in this repository only: a fork's pull request on a branch of the same name is someone else's
+      if (!pull.head.ref.startsWith(prefix) || pull.head.ref === keep || (pull.head.repo && pull.head.repo.full_name.toLowerCase() !== own)) continue;
       if (shouldClose && !(await shouldClose(pull.head.ref.slice(prefix.length)))) continue;
       // the comment first, once (a rerun after a lost answer finds it), then the close, which is idempotent
       await this.commentOnce(pull.number, comment);
@@ -975,8 +988,6 @@ class GitHubRepo implements GitHubBackend {
     return closed;
   }
 }
-
-const stripMarker = (body: string) => body.replace(/<!-- lastgood:[^>]*-->/g, '').trim();
 
 /**
  * A stand-in for plugin-throttling's Bottleneck group for writes: one write at a time, `ms` apart.
@@ -1016,7 +1027,7 @@ export async function closeSupersededPullRequests(
   opts: { healthyRevision?: string } = {},
 ): Promise<number[]> {
   const repo = backend instanceof GitHubRepo ? backend : new GitHubRepo(backend as GitHubBackendOptions);
-  const comment = `A newer healthy revision${opts.healthyRevision ? ` (${opts.healthyRevision})` : ''} of \`${target}\` landed, so this revert is no longer needed: closing it. (lastgood)`;
+  const comment = `A newer healthy revision${opts.healthyRevision ? ` (${opts.healthyRevision})` : ''} of ${codeSpan(target)} landed, so this revert is no longer needed: closing it. (lastgood)`;
   return repo.closeSuperseded(target, keepBad, comment);
 }
 

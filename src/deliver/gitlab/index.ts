@@ -4,6 +4,7 @@ import { ConfigError, RemoteError, registerSecret } from '../../errors.ts';
 import { createHostFetch, type HostFetch } from '../host-http.ts';
 import { hostFailure, inLogWindow, newestUpdateFirst, type HostOpenOptions, type Decoration, type HostRequest, type OpenRequest, type ReviewHost } from '../review-request.ts';
 import type { ReviewRequest } from '../../repo/types.ts';
+import { GITHUB_FLAVORED } from '../../revert/markup.ts';
 
 /**
  * GitLab (gitlab.com and self-managed, API v4) through @gitbeaker/rest: merge requests, their
@@ -29,6 +30,9 @@ interface GitLabMergeRequest {
   web_url: string;
   source_branch: string;
   target_branch: string;
+  /** a merge request from a fork has another source project (doc/api/merge_requests.md) */
+  source_project_id?: number;
+  target_project_id?: number;
   title: string;
   description: string | null;
   labels: string[];
@@ -146,6 +150,8 @@ export function openGitLab(opts: HostOpenOptions): ReviewHost {
     get requests() {
       return http.requests;
     },
+    // GLFM: CommonMark with GFM tables and sanitised HTML (docs.gitlab.com/user/markdown)
+    markdown: GITHUB_FLAVORED,
     checkCanOpen() {
       const where = opts.configFile ? { file: opts.configFile } : {};
       if (!credentials) throw new ConfigError(`pull-request mode on GitLab needs an access token: set repo.auth (e.g. auth: { tokenEnv: LASTGOOD_GITLAB_TOKEN }) to a project access token with the "api" scope and the Developer role`, where);
@@ -184,7 +190,8 @@ export function openGitLab(opts: HostOpenOptions): ReviewHost {
     },
     async listOpen(target, prefix) {
       const all = (await call('listing open merge requests', () => mergeRequests.all({ projectId: project, state: 'opened', targetBranch: target, perPage: 100 }))) as unknown as GitLabMergeRequest[];
-      return all.filter((mr) => mr.source_branch.startsWith(prefix)).map(toRequest);
+      const fromFork = (mr: GitLabMergeRequest) => mr.source_project_id !== undefined && mr.source_project_id !== mr.target_project_id;
+      return all.filter((mr) => mr.source_branch.startsWith(prefix) && !fromFork(mr)).map(toRequest);
     },
     async create(req: OpenRequest, warn) {
       const reviewerIds = await userIds(req.reviewers, 'request a review from', warn);
