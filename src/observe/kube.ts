@@ -1,6 +1,7 @@
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { InputError, RemoteError } from '../errors.ts';
 import { scrubDeep } from '../scrub.ts';
+import { apiMessage, checkKubernetesApi, httpStatus, kubeServer, unreachable } from './kube-errors.ts';
 import { checkStatusTimes } from './times.ts';
 import type { KubeObject, Observed } from './types.ts';
 
@@ -52,12 +53,15 @@ export function loadKubeConfig(choice: KubeConfigChoice = {}): KubeConfig {
 /**
  * observe/kube, list-once: reads each configured object through the usual kubeconfig rules
  * (KUBECONFIG, ~/.kube/config, in-cluster service account). A missing object is left out (the
- * verdict shows it as NotFound); any other API failure is a RemoteError (exit 3). Every string of
- * an object is scrubbed of secrets and bounded before anything else sees it (src/scrub.ts).
+ * verdict shows it as NotFound) once the server is known to be a Kubernetes API (kube-errors.ts:
+ * any web server answers 404); any other API failure is a RemoteError (exit 3) naming the server
+ * or the object and the cause. Every string of an object is scrubbed of secrets and bounded before
+ * anything else sees it (src/scrub.ts).
  */
 export async function readFromCluster(resources: ResourceRef[], kubeconfig?: string, context?: string): Promise<Observed[]> {
   const kc = loadKubeConfig({ kubeconfig, context });
   const api = KubernetesObjectApi.makeApiClient(kc);
+  let isKubernetes: Promise<void> | undefined;
   const seen = new Set<string>();
   const out: Observed[] = [];
   for (const r of resources) {
@@ -68,9 +72,12 @@ export async function readFromCluster(resources: ResourceRef[], kubeconfig?: str
     try {
       object = (await api.read({ apiVersion: r.apiVersion, kind: r.kind, metadata: { name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) } })) as unknown as KubeObject;
     } catch (error) {
-      const code = (error as { code?: number; statusCode?: number }).code ?? (error as { statusCode?: number }).statusCode;
-      if (code === 404) continue;
-      throw new RemoteError('kubernetes', `cannot read ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${(error as Error).message}`, { status: code, cause: error });
+      const code = httpStatus(error);
+      if (code === 404) {
+        await (isKubernetes ??= checkKubernetesApi(kc));
+        continue;
+      }
+      throw unreachable(error, kubeServer(kc)) ?? new RemoteError('kubernetes', `cannot read ${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}: ${apiMessage(error)}`, { status: code, cause: error });
     }
     const scrubbed = scrubDeep(object);
     checkStatusTimes(scrubbed, 'kube');
@@ -85,18 +92,28 @@ export async function readFromCluster(resources: ResourceRef[], kubeconfig?: str
  * RemoteError when the API fails. Scrubbed like every object read.
  */
 export function clusterReader(kubeconfig?: string | KubeConfig, context?: string): (ref: ResourceRef) => Promise<KubeObject | undefined> {
+  let kc: KubeConfig | undefined;
   let api: KubernetesObjectApi | undefined;
+  let isKubernetes: Promise<void> | undefined;
   return async (ref) => {
-    api ??= KubernetesObjectApi.makeApiClient(kubeconfig instanceof KubeConfig ? kubeconfig : loadKubeConfig({ kubeconfig, context }));
+    kc ??= kubeconfig instanceof KubeConfig ? kubeconfig : loadKubeConfig({ kubeconfig, context });
+    api ??= KubernetesObjectApi.makeApiClient(kc);
     try {
       const object = (await api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) } })) as unknown as KubeObject;
       const scrubbed = scrubDeep(object);
       checkStatusTimes(scrubbed, 'kube');
       return scrubbed;
     } catch (error) {
-      const code = (error as { code?: number; statusCode?: number }).code ?? (error as { statusCode?: number }).statusCode;
-      if (code === 404) return undefined;
-      throw new RemoteError('kubernetes', `cannot read ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${(error as Error).message}`, { status: code, cause: error });
+      const code = httpStatus(error);
+      if (code === 404) {
+        // asked once per reader; asked again after a failure (the controller's reader lives long)
+        await (isKubernetes ??= checkKubernetesApi(kc).catch((e: unknown) => {
+          isKubernetes = undefined;
+          throw e;
+        }));
+        return undefined;
+      }
+      throw unreachable(error, kubeServer(kc)) ?? new RemoteError('kubernetes', `cannot read ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}: ${apiMessage(error)}`, { status: code, cause: error });
     }
   };
 }
