@@ -1,8 +1,11 @@
 # lastgood — the controller image (the whole CLI: `lastgood controller` by default).
 # It is the npm package, as published: the same bundle (dist/cli/), templates and licences, and
-# nothing else — the package has no dependencies to install. Build it from the package:
+# nothing else — the package has no dependencies to install. The package ships this file. Build
+# the image from the package, in a clone or where the package is installed:
 #   npm pack                  # lastgood-0.1.0.tgz from this checkout (or: npm pack lastgood@0.1.0)
 #   docker build -t <registry>/lastgood:0.1.0 .
+# or, with the package installed (npm install lastgood):
+#   cd node_modules/lastgood && npm pack && docker build -t <registry>/lastgood:0.1.0 .
 # Run in a cluster: lastgood install --config lastgood.yaml --registry <registry>
 #
 # The base is pinned by digest (the multi-platform index of node:24-slim; renew it with the tag).

@@ -65,10 +65,12 @@ test.before(() => {
 
 test('the tarball holds what a user needs and nothing else', (t) => {
   const files = packed.files.map((f) => f.path).sort();
-  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|templates\/demo\/[a-z-]+\.yaml|README\.md|LICENSE|package\.json)$/.test(f));
+  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|templates\/demo\/[a-z-]+\.yaml|README\.md|LICENSE|Dockerfile|package\.json)$/.test(f));
   t.deepEqual(outside, []);
   for (const f of ['bin/lastgood.js', 'dist/cli/cli.js', 'dist/cli/THIRD-PARTY-LICENSES.txt', 'templates/lastgood.schema.json', 'templates/install/deployment.yaml', 'README.md', 'LICENSE']) t.true(files.includes(f), f);
-  t.false(files.some((f) => /^(src|test|\.ci|bench|demo|fixtures|scripts)\/|Dockerfile|action\.yml|dist\/action/.test(f)));
+  t.false(files.some((f) => /^(src|test|\.ci|bench|demo|fixtures|scripts)\/|action\.yml|dist\/action/.test(f)));
+  // the controller image is built from what a user has: the package ships its Dockerfile
+  t.true(files.includes('Dockerfile'));
   t.is(PKG.version, VERSION, 'src/version.ts says the package version');
   t.is(PKG.dependencies, undefined, 'everything is in the bundle: nothing to install besides it');
   t.is(PKG.bin.lastgood, 'bin/lastgood.js');
@@ -213,6 +215,27 @@ for (const [label, node, version] of NODES) {
     t.regex(monitoring.stdout, /kind: PrometheusRule[\s\S]*kind: ServiceMonitor[\s\S]*"uid": "lastgood-controller"/);
   });
 }
+
+test.serial('from the installed package alone: `lastgood demo` writes the worked example, and the command it prints reverts the bad release as the README shows', async (t) => {
+  const bin = path.join(app, 'node_modules', '.bin', 'lastgood');
+  // the lowest Node admitted, as a user with an older setup has it; no clone, no TypeScript
+  const env = { ...process.env, PATH: `${path.dirname(LOWEST)}:/usr/bin:/bin`, NODE_COMPILE_CACHE: tempDir('lastgood-cc-') };
+  const demo = await spawnAsync(bin, ['demo', 'lastgood-demo'], { cwd: app, env });
+  t.is(demo.status, 0, demo.stderr);
+  t.regex(demo.stdout, /349edffd86e9 {2}podinfo: release 7\.0\.0 to prod with the new cache backend/);
+  const printed = /^ {2}lastgood (run .*)$/m.exec(demo.stdout)?.[1];
+  t.is(printed, 'run --config lastgood-demo/lastgood.yaml --snapshot lastgood-demo/cluster.yaml --now 2026-11-21T09:52:00Z');
+  const run = await spawnAsync(bin, printed!.split(' '), { cwd: app, env });
+  t.is(run.status, 0, run.stderr);
+  // the README's worked example: the same verdict, bad commit and last-known-good
+  t.regex(run.stdout, /podinfo-prod: FAILED \(analysis\)/);
+  t.regex(run.stdout, /bad commit: 349edffd86e90846692f498d82676f0ee5085cb3/);
+  t.regex(run.stdout, /last-known-good: f5462339b46e2805db7d31280d891206e9e7891e/);
+  t.regex(run.stdout, /new commit: [0-9a-f]{40} on main/);
+  t.is(git(path.join(app, 'lastgood-demo', 'gitops'), 'rev-parse', 'main^'), '349edffd86e90846692f498d82676f0ee5085cb3');
+  const again = await spawnAsync(bin, printed!.split(' '), { cwd: app, env });
+  t.regex(again.stdout, /existing commit: [0-9a-f]{40}/, 'a second run finds its own revert');
+});
 
 /** A Node on this machine that "engines" does not admit (the system's Node 20, where there is one). */
 function nodeBelow(): { node: string; version: string } | undefined {

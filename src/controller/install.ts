@@ -71,7 +71,7 @@ export function controllerImage(opts: Pick<InstallOptions, 'image' | 'registry'>
   if (opts.image) return opts.image;
   if (opts.registry) return `${opts.registry.replace(/\/+$/, '')}/lastgood:${VERSION}`;
   if (configured) return configured;
-  throw new InputError(`install needs the controller image: --image IMAGE, --registry REGISTRY (for REGISTRY/lastgood:${VERSION}), or controller.image in the config; build and push it from the Dockerfile (README "Install")`);
+  throw new InputError(`install needs the controller image: --image IMAGE, --registry REGISTRY (for REGISTRY/lastgood:${VERSION}), or controller.image in the config; build and push it from the Dockerfile the package ships: in node_modules/lastgood (or a clone), \`npm pack && docker build -t REGISTRY/lastgood:${VERSION} .\` (README "Install")`);
 }
 
 /** Kind → resource name, as Kubernetes guesses it: lower case; -s, -x, -z, -ch, -sh take "es"; a consonant and y take "ies". */
