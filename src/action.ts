@@ -312,7 +312,7 @@ async function writeSummary(markdown: string): Promise<void> {
 function annotate(report: Report, dryRun: boolean): void {
   for (const t of report.targets) {
     const title = `lastgood: ${t.name}`;
-    if (t.action === 'revert') core.notice(redact(`${t.name} ${t.verdict}: ${dryRun ? 'would revert' : t.pullRequest ? `revert pull request ${t.pullRequest}` : t.commit ? `reverted by ${t.commit}` : 'nothing to write'} — ${t.reason}`), { title });
+    if (t.action === 'revert') core.notice(redact(`${t.name} ${t.byPerson && !t.byPerson.clusterRead ? 'revert by hand' : t.verdict}: ${dryRun ? 'would revert' : t.pullRequest ? `revert pull request ${t.pullRequest}` : t.commit ? `reverted by ${t.commit}` : 'nothing to write'} — ${t.reason}`), { title });
     else if (t.action === 'wait') core.warning(redact(`${t.name}: ${t.reason}`), { title });
     else if (t.action === 'alert' && (t.verdict === 'failed' || t.verdict === 'stuck')) core.error(redact(`${t.name} ${t.verdict} and was not reverted: ${t.reason}`), { title });
   }

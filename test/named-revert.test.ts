@@ -1,6 +1,7 @@
 import test from 'ava';
 import path from 'node:path';
 import { runAction } from './support/action.ts';
+import { startGitHubEmulator } from './support/github-emulator.ts';
 import { lastgood } from './support/cli.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 
@@ -132,4 +133,31 @@ test('the Action: `to` on another branch and a `bad` that changed nothing under 
   t.is(wrong.code, 2, wrong.stdout + wrong.stderr);
   t.regex(wrong.stdout + wrong.stderr, /changed nothing under the target's paths/);
   t.is(fingerprint(s.repo), before);
+});
+
+test('the Action on GitHub, a revert by hand: the pull request says it is a person\'s, carries the reason, and claims no cluster state nobody read', async (t) => {
+  const work = makeRepo();
+  commit(work, { [`${P}kustomization.yaml`]: 'images:\n  - name: podinfo\n    newTag: 6.0.0\n' }, 'podinfo 6.0.0');
+  const bad = commit(work, { [`${P}kustomization.yaml`]: 'images:\n  - name: podinfo\n    newTag: 6.1.0\n' }, 'podinfo: release 6.1.0');
+  const bare = path.join(tempDir('lastgood-action-person-'), 'gitops.git');
+  git(tempDir('lastgood-clone-'), 'clone', '-q', '--bare', work, bare);
+  const emulator = await startGitHubEmulator({ bareRepo: bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood', 'rollback'] });
+  t.teardown(() => emulator.close());
+  const workspace = tempDir('lastgood-ws-');
+  writeFile(workspace, 'lastgood.yaml', `repo:\n  url: https://github.com/acme/gitops\n  apiUrl: ${emulator.url}\ndefaults: { mode: pull-request }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
+  const r = await runAction({ workspace, token: TOKEN, with: { target: 'podinfo-prod', bad, reason: 'INC-1234 podinfo 6.1.0 leaks memory' }, eventName: 'workflow_dispatch' });
+  t.is(r.code, 0, r.stdout + r.stderr);
+  t.is(emulator.pulls.length, 1);
+  const pull = emulator.pulls[0]!;
+  t.is(pull.title, `lastgood: revert podinfo-prod to ${git(bare, 'rev-parse', `${bad}^`).slice(0, 12)} (by hand: INC-1234 podinfo 6.1.0 leaks memory)`);
+  t.regex(pull.body ?? '', /\*\*Reverted by hand: `INC-1234 podinfo 6\.1\.0 leaks memory`\*\*/);
+  t.regex(pull.body ?? '', /A person asked for this revert, saying `INC-1234 podinfo 6\.1\.0 leaks memory`; lastgood did not read the cluster for it, and claims nothing about it\./);
+  t.regex(pull.body ?? '', /_Not read: a revert by hand names its commits; lastgood read no cluster state for it\._/);
+  t.notRegex(pull.body ?? '', /progressing|NotFound|The cluster reports/, 'no cluster state nobody read');
+  // the job summary and the log say the same
+  t.regex(r.summary, /revert by hand/);
+  t.regex(r.summary, /\*\*Reason:\*\* `INC-1234 podinfo 6\.1\.0 leaks memory`/);
+  t.notRegex(r.summary, /progressing|NotFound/);
+  t.regex(r.stdout, /podinfo-prod revert by hand: revert pull request/);
+  t.deepEqual(emulator.violations, []);
 });

@@ -19,6 +19,7 @@ export function messageInput(opts: RevertOptions, located: Located, planned?: Pl
     frozen: planned?.frozen ?? [],
     rejected: planned?.rejected ?? [],
     reason: opts.reason,
+    ...(opts.byPerson ? { byPerson: opts.byPerson } : {}),
     now: opts.now,
     ...(checked ? { checked } : {}),
   };

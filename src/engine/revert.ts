@@ -22,6 +22,7 @@ import { messageInput, plan } from './plan.ts';
 /** `lastgood revert`: a person decided; locate (or take --bad/--to), plan and deliver. */
 export async function revertTarget(opts: RevertOptions): Promise<Report> {
   const outcome = baseOutcome(opts.verdict, { action: 'revert', reason: opts.reason ? `requested: ${opts.reason}` : 'requested by a person' });
+  if (opts.byPerson) outcome.byPerson = opts.byPerson;
   await revertInto(outcome, opts);
   await notifyOutcomes({ targets: [outcome] }, opts);
   return { targets: [outcome] };
@@ -38,7 +39,8 @@ export async function personRevert(opts: PersonRevertOptions): Promise<Report> {
   const [target] = selectTargets(opts.config, opts.target);
   if (!opts.bad && opts.observed.length === 0) throw new InputError('a revert by hand needs the bad commit, or the cluster state to locate it from');
   const verdict = verdictFor(target!, evidenceFor(target!, opts.observed, opts.now), opts.now);
-  return revertTarget({ ...opts, target: target!, verdict });
+  const byPerson = { ...(opts.reason ? { reason: opts.reason } : {}), clusterRead: opts.observed.length > 0 };
+  return revertTarget({ ...opts, target: target!, verdict, byPerson });
 }
 
 /** Full re-plans after the branch moved under a plan whose reads it changed: each costs as much as the first. */

@@ -13,9 +13,18 @@ import type { Evaluation } from '../decide/tracker.ts';
 import type { AnalysisResult } from '../analysis/index.ts';
 
 /** What happened to one target: the DESIGN.md --json shape plus what a person needs to read. */
+/** A revert a person asked for (`lastgood revert`, the Action's `bad`): what the texts say instead of a cluster verdict. */
+export interface ByPerson {
+  reason?: string;
+  /** whether lastgood read the cluster for it (--snapshot, or a cluster the Action read); without, no cluster state is claimed */
+  clusterRead: boolean;
+}
+
 export interface TargetOutcome {
   name: string;
   verdict: Verdict['verdict'];
+  /** a person asked for this revert (issue 36: its request and summary said "progressing" from objects nobody read) */
+  byPerson?: ByPerson;
   class?: Verdict['class'];
   summary: string;
   evidence: Evidence[];
@@ -91,6 +100,8 @@ export interface RevertOptions extends Omit<RunOptions, 'observations' | 'target
   bad?: string;
   to?: string;
   reason?: string;
+  /** set by personRevert: a person asked for this revert */
+  byPerson?: ByPerson;
 }
 
 export interface PersonRevertOptions extends Omit<RevertOptions, 'target' | 'verdict' | 'hook'> {

@@ -36,7 +36,10 @@ export function renderSummary(report: Report, ctx: SummaryContext): string {
 }
 
 function headline(t: TargetOutcome, dryRun: boolean): string {
-  const what = `${codeSpan(t.name)} ${t.verdict.toUpperCase()}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`;
+  // a person's revert with no cluster read has no verdict to show (it was computed from objects nobody read)
+  const what = t.byPerson && !t.byPerson.clusterRead
+    ? `${codeSpan(t.name)} REVERT BY HAND`
+    : `${codeSpan(t.name)} ${t.verdict.toUpperCase()}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`;
   switch (t.action) {
     case 'revert':
       if (dryRun) return `${what} — would revert`;
@@ -54,11 +57,19 @@ function headline(t: TargetOutcome, dryRun: boolean): string {
 
 function targetSection(t: TargetOutcome, ctx: SummaryContext): string[] {
   const out: string[] = [];
-  out.push(`### ${VERDICT_ICON[t.verdict]} ${codeSpan(t.name)}: ${t.verdict}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`, '');
-  out.push(`**Decision:** ${t.action} — ${codeSpan(t.reason)}`, '');
-  out.push('| object | state | reason | since | message |', '|---|---|---|---|---|');
-  for (const e of t.evidence) out.push(evidenceRow(e));
-  out.push('');
+  const person = t.byPerson;
+  if (person && !person.clusterRead) {
+    out.push(`### ✋ ${codeSpan(t.name)}: revert by hand`, '');
+    out.push(`**Reason:** ${person.reason ? codeSpan(person.reason) : 'none given'}`, '');
+    out.push('_The cluster was not read: a revert by hand names its commits, and claims no cluster state._', '');
+  } else {
+    out.push(`### ${VERDICT_ICON[t.verdict]} ${codeSpan(t.name)}: ${t.verdict}${t.verdict === 'failed' && t.class ? ` (${t.class})` : ''}`, '');
+    if (person) out.push(`**Revert by hand.** Reason: ${person.reason ? codeSpan(person.reason) : 'none given'}`, '');
+    out.push(`**Decision:** ${t.action} — ${codeSpan(t.reason)}`, '');
+    out.push('| object | state | reason | since | message |', '|---|---|---|---|---|');
+    for (const e of t.evidence) out.push(evidenceRow(e));
+    out.push('');
+  }
   const link = (sha: string) => (ctx.commitUrl ? `[${codeSpan(sha.slice(0, 12))}](${ctx.commitUrl(sha)})` : codeSpan(sha.slice(0, 12)));
   const facts: string[] = [];
   if (t.bad.length) facts.push(`- Bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.map(link).join(', ')}`);

@@ -41,9 +41,12 @@ function formatTarget(t: TargetOutcome, opts: FormatOptions): string {
   const lines: string[] = [];
   // a check that ended in error can never conclude as it is: said in the headline, not only in the error line
   const inError = t.error?.code === 4 ? ` — ${paint('red', 'CHECK IN ERROR', true)} (exit 4)` : '';
-  lines.push(`${paint(undefined, x(t.name))}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${x(t.class)})` : ''}${inError}`);
-  lines.push(`  evidence:`);
-  if (opts.tty) {
+  // a person's revert with no cluster read: no verdict, no evidence (they were computed from objects nobody read)
+  const unread = t.byPerson && !t.byPerson.clusterRead;
+  if (unread) lines.push(`${paint(undefined, x(t.name))}: ${paint('cyan', 'REVERT BY HAND', true)}${t.byPerson!.reason ? ` — reason: ${x(t.byPerson!.reason)}` : ''}`);
+  else lines.push(`${paint(undefined, x(t.name))}: ${paint(VERDICT_COLOR[t.verdict], VERDICT_LABEL[t.verdict], true)}${t.class && t.verdict === 'failed' ? ` (${x(t.class)})` : ''}${inError}`);
+  lines.push(unread ? '  evidence: not read (a revert by hand names its commits)' : `  evidence:`);
+  if (!unread && opts.tty) {
     // aligned columns: object, state, reason, then since and the message
     const rows = t.evidence.map((e) => ({ ref: objectRef(e), e }));
     const width = Math.max(0, ...rows.map((r) => r.ref.length));
@@ -51,7 +54,7 @@ function formatTarget(t: TargetOutcome, opts: FormatOptions): string {
     for (const { ref, e } of rows) {
       lines.push(`    ${ref.padEnd(width)}  ${paint(STATE_COLOR[e.state], x(e.state).padEnd(stateWidth))}  (${x(e.reason)})${e.since ? ` since ${x(e.since)}` : ''}${messageText(e.message, 160)}`, ...analysisRows(e));
     }
-  } else for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`, ...analysisRows(e));
+  } else if (!unread) for (const e of t.evidence) lines.push(`    ${evidenceRow(e)}`, ...analysisRows(e));
   lines.push(`  decision: ${paint(ACTION_COLOR[t.action], t.action, true)} — ${x(t.reason)}`);
   if (t.bad.length) lines.push(`  bad commit${t.bad.length > 1 ? 's' : ''}: ${t.bad.map(x).join(', ')}`);
   if (t.explanation) lines.push(`  found by: ${x(t.explanation)}`);

@@ -18,6 +18,8 @@ export interface MessageInput {
   rejected?: string[];
   /** a person's reason (lastgood revert --reason) */
   reason?: string;
+  /** a person asked for this revert: the texts say so, and claim no cluster state where none was read */
+  byPerson?: { reason?: string; clusterRead: boolean };
   now: Date;
   /** how the plan was checked against what the engine builds, and the rendered diff where a renderer ran */
   checked?: { summary: string; rendered?: { summary: string; markdown: string }; notRendered?: string };
@@ -63,10 +65,17 @@ function evidenceBullets(evidence: Evidence[]): string {
     .join('\n');
 }
 
+/** Why the revert, in the subject's parentheses: a person's request, or the failing object. */
+function titleWhy(input: MessageInput): string {
+  if (input.byPerson) return `by hand${input.byPerson.reason ? `: ${input.byPerson.reason.slice(0, 100)}` : ''}`;
+  const first = input.verdict.evidence.find((e) => e.state === 'failed') ?? input.verdict.evidence.find((e) => e.state !== 'healthy');
+  return first ? `${first.kind} ${first.namespace ? `${first.namespace}/` : ''}${first.name} ${first.reason}` : input.verdict.verdict;
+}
+
 export function commitMessage(input: MessageInput): string {
   const { located, verdict } = input;
-  const first = verdict.evidence.find((e) => e.state === 'failed') ?? verdict.evidence.find((e) => e.state !== 'healthy');
-  const why = first ? `${first.kind} ${first.namespace ? `${first.namespace}/` : ''}${first.name} ${first.reason}` : verdict.verdict;
+  const why = titleWhy(input);
+  const person = input.byPerson;
   const later = located.later.length
     ? input.strategy === 'restore'
       ? `Also undone by this restore (later commits to the same paths):\n${located.later.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n')}\n`
@@ -84,12 +93,14 @@ export function commitMessage(input: MessageInput): string {
     verb: input.strategy === 'restore' ? 'restored' : 'reverted the bad commits of',
     target: input.target,
     paths: input.paths.join(', '),
-    verdict: verdictPhrase(verdict),
+    because: person
+      ? `a person asked for it${person.reason ? ` (reason: ${oneLine(person.reason)})` : ''}${person.clusterRead ? `; the cluster, as lastgood read it: it ${verdictPhrase(verdict)}` : '; lastgood did not read the cluster for it'}`
+      : `it ${verdictPhrase(verdict)}`,
     lastKnownGood: located.lastKnownGood,
     verified: lkgPhrase(located),
     explanation: located.explanation,
     checked: input.checked ? `\nChecked: ${oneLine(input.checked.summary)}.${input.checked.rendered ? `\nRendered: ${oneLine(input.checked.rendered.summary)}.` : ''}` : '',
-    evidence: evidenceBullets(verdict.evidence),
+    evidence: person && !person.clusterRead ? '- none read: a revert by hand (lastgood did not read the cluster)' : evidenceBullets(verdict.evidence),
     badCommits: located.bad.map((c) => `- ${c.oid} ${subjectLine(c)}`).join('\n'),
     later,
     frozen,
@@ -115,24 +126,30 @@ export interface PullRequestInput extends MessageInput {
 export function pullRequestText(input: PullRequestInput): { title: string; body: string } {
   const { located, verdict } = input;
   const dialect = input.markdown ?? PORTABLE_MARKDOWN;
+  const person = input.byPerson;
   const code = (s: string) => codeSpan(s);
   const cell = (s: string) => (s ? codeSpan(s, dialect) : '');
   const link = (sha: string) => (input.commitUrl ? `[${code(short(sha))}](${input.commitUrl(sha)})` : code(short(sha)));
   const commits = (cs: CommitInfo[]) => cs.map((c) => `- ${link(c.oid)} ${code(subjectLine(c))}`).join('\n');
   const frozenLines = [...(input.frozen ?? []).map((f) => `- frozen: ${code(f)}`), ...(input.rejected ?? []).map((r) => `- rejected version: ${code(r)}`)];
   const noteLines = (input.notes ?? []).map((n) => `- ${code(n)}`);
+  const evidenceRows = verdict.evidence
+    .map((e) => `| ${cell(`${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`)} | ${e.state} | ${cell(e.reason)} | ${timeText(e.since, dialect)} | ${cell(e.message.slice(0, 300))} |`)
+    .join('\n');
   const footer = `Opened by lastgood at ${input.now.toISOString()}. Merging this PR is the rollback; closing it leaves the cluster as it is.`;
   const body = render(loadTemplate('pull-request.md'), {
     verb: input.strategy === 'restore' ? 'restore' : 'revert',
     verbPresent: input.strategy === 'restore' ? 'restores' : 'reverts the bad commits in',
     target: code(input.target),
-    summary: code(verdict.summary),
-    verdict: verdictPhrase(verdict),
+    summary: person ? `Reverted by hand${person.reason ? `: ${code(person.reason)}` : ' (no reason given)'}` : code(verdict.summary),
+    why: person
+      ? `A person asked for this revert${person.reason ? `, saying ${code(person.reason)}` : ' (no reason given)'}${person.clusterRead ? `; the cluster, as lastgood read it, reports that ${code(input.target)} ${verdictPhrase(verdict)}` : '; lastgood did not read the cluster for it, and claims nothing about it'}.`
+      : `The cluster reports that ${code(input.target)} ${verdictPhrase(verdict)}.`,
+    evidence: person && !person.clusterRead
+      ? '_Not read: a revert by hand names its commits; lastgood read no cluster state for it._'
+      : `| object | state | reason | since | message |\n|---|---|---|---|---|\n${evidenceRows}`,
     paths: input.paths.map(code).join(', '),
     frozenNote: frozenLines.length ? ', except the image-automation freeze listed below' : '',
-    evidenceRows: verdict.evidence
-      .map((e) => `| ${cell(`${e.groupKind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`)} | ${e.state} | ${cell(e.reason)} | ${timeText(e.since, dialect)} | ${cell(e.message.slice(0, 300))} |`)
-      .join('\n'),
     badCommits: commits(located.bad),
     later: located.later.length ? `${input.strategy === 'restore' ? 'Also undone by this restore' : 'Kept (later commits to the same paths)'}:\n\n${commits(located.later)}` : '',
     lastKnownGoodLink: link(located.lastKnownGood),
@@ -146,6 +163,6 @@ export function pullRequestText(input: PullRequestInput): { title: string; body:
     // small print where the host renders HTML; Bitbucket would show the tags
     footer: dialect.html ? `<sub>${footer}</sub>` : `_${footer}_`,
   });
-  const title = oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${verdict.verdict}${verdict.class && verdict.class !== 'stuck' ? `, ${verdict.class}` : ''})`);
+  const title = oneLine(`lastgood: ${input.strategy} ${input.target} to ${short(located.lastKnownGood)} (${person ? titleWhy(input) : `${verdict.verdict}${verdict.class && verdict.class !== 'stuck' ? `, ${verdict.class}` : ''}`})`);
   return { title: scrubText(title, { maxBytes: 256 }), body: scrubText(body, { maxBytes: 60_000 }) };
 }
