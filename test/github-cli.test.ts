@@ -109,3 +109,25 @@ test('a token without write permission: exit 3, names the missing permission, ne
   t.regex(r.stderr, /contents: write/);
   t.false((r.stdout + r.stderr).includes(TOKEN));
 });
+
+test('many clusters, one failure (a fleet): one pull request, written once; the others find it and neither rewrite it nor comment', async (t) => {
+  const s = await setup(t);
+  // five clusters see the same failure, each in its own words and times
+  const clusters = Array.from({ length: 5 }, (_, i) => writeFile(tempDir(), `cluster-${i}.yaml`, yamlDocs(kustomization({
+    attempted: `main@sha1:${s.bad}`, applied: `main@sha1:${s.good}`, ready: 'False',
+    message: `health check failed after 5m0s in cluster-${i}: timeout waiting for: [Deployment/prod/podinfo status: 'InProgress']`, since: `2026-11-01T12:0${i}:00Z`,
+  }))));
+  const first = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', clusters[0]!, '--json'], { env });
+  t.is(first.code, 0, first.stderr + first.stdout);
+  const writesAfterFirst = s.emulator.log.filter((r) => r.write).length;
+  const others = await Promise.all(clusters.slice(1).map((c) => lastgood(['run', ...NOW, '--config', s.config, '--snapshot', c, '--json'], { env })));
+  for (const r of others) {
+    t.is(r.code, 0, r.stderr + r.stdout);
+    t.is(JSON.parse(r.stdout).targets[0].created, false);
+  }
+  t.is(s.emulator.pulls.length, 1, 'one request');
+  t.is(s.emulator.pulls[0]!.comments.length, 0, 'no comment for a failure seen from another cluster');
+  t.deepEqual(s.emulator.log.slice(0).filter((r) => r.write).length, writesAfterFirst, 'the other clusters wrote nothing: no description rewritten, no comment');
+  t.regex(s.emulator.pulls[0]!.body ?? '', /cluster-0/, 'the description is the first cluster\'s, as written');
+  t.deepEqual(s.emulator.violations, []);
+});

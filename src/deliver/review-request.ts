@@ -262,10 +262,10 @@ export class ReviewRequestRepo implements RepoBackend {
     if (existing) {
       // [UPDATE]
       const pushed = await this.git.pushReviewBranch(change, existing.source);
-      const evidenceChanged = withoutMarkers(existing.body) !== withoutMarkers(body);
-      if (existing.title !== title || evidenceChanged) await this.host.update(existing, { title, body });
-      if (evidenceChanged) {
-        await this.host.comment(existing, `lastgood saw new evidence for this revert and updated the description.${pushed.created ? ` The branch now points at ${pushed.commit}.` : ''}`);
+      // rewritten only where the revert itself changed, not for each cluster's view of the same failure (issue 35: a fleet rewrote and commented N−1 times)
+      if (pushed.created) {
+        if (existing.title !== title || withoutMarkers(existing.body) !== withoutMarkers(body)) await this.host.update(existing, { title, body });
+        await this.host.comment(existing, `lastgood planned this revert again (the branch it reverts on moved) and updated the description. The branch now points at ${pushed.commit}.`);
       }
       await this.host.decorate(existing, missingDecoration(existing, want), warn);
       await this.supersede(open, existing, change);

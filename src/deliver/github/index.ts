@@ -576,14 +576,16 @@ class GitHubRepo implements GitHubBackend {
           warn(restWarning(plan.restBecause, moved.signed));
         } else head = await this.moveSigned(existing.headRef, change, plan);
       }
-      const evidenceChanged = withoutMarkers(existing.body) !== withoutMarkers(body);
-      if (existing.title !== title || evidenceChanged) {
-        await this.call(`updating pull request #${existing.number}`, 'pull-requests', () =>
-          this.octokit.rest.pulls.update({ ...this.repoArgs, pull_number: existing.number, title, body }),
-        );
-      }
-      if (evidenceChanged) {
-        await this.commentOnce(existing.number, `lastgood saw new evidence for this revert and updated the description.${head !== existing.headSha ? ` The branch now points at ${head}.` : ''}`);
+      // the description follows the revert, not each cluster's view of the same failure: many
+      // controllers (a fleet) or runs find this request with their own evidence text, and rewrote it
+      // and commented each time (issue 35). It is rewritten, once, where the revert itself changed.
+      if (head !== existing.headSha) {
+        if (existing.title !== title || withoutMarkers(existing.body) !== withoutMarkers(body)) {
+          await this.call(`updating pull request #${existing.number}`, 'pull-requests', () =>
+            this.octokit.rest.pulls.update({ ...this.repoArgs, pull_number: existing.number, title, body }),
+          );
+        }
+        await this.commentOnce(existing.number, `lastgood planned this revert again (the branch it reverts on moved) and updated the description. The branch now points at ${head}.`);
       }
       // what an earlier run did not finish (its answer lost, or killed before it): labels, reviewers, assignees
       await this.decorate(existing, spec, ctx, warn);
