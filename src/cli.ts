@@ -93,9 +93,11 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-async function print(report: Report, json: boolean, showDiff = false): Promise<void> {
+async function print(report: Report, json: boolean, showDiff = false, jsonFile?: string): Promise<void> {
   const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
   const tty = terminalStyle(process.stdout, process.env);
+  // --json-file: the JSON document for a machine (a CI artifact), the text for the person reading the log
+  if (jsonFile) await (await import('node:fs/promises')).writeFile(jsonFile, reportJson(report));
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
   for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${terminalText(redact(t.error.message))}\n`);
@@ -228,7 +230,8 @@ clusterOptions(program
   .option('--dry-run', 'print the plan and the diff, write nothing')
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document')
-  .action(async (o: { config: string; snapshot?: string[]; event?: string; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean } & ClusterFlags) => {
+  .option('--json-file <file>', 'also write the JSON document to FILE (a CI artifact); stdout keeps the report for the log')
+  .action(async (o: { config: string; snapshot?: string[]; event?: string; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean; jsonFile?: string } & ClusterFlags) => {
     let config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();
@@ -244,7 +247,7 @@ clusterOptions(program
       const scope = eventScope(match, { ...(o.target ? { target: o.target } : {}), eventOnly: !cluster });
       if (scope.unmatched !== undefined) {
         process.stderr.write(`lastgood: nothing to do: ${terminalText(redact(scope.unmatched))} (event: ${terminalText(redact(event.summary))})\n`);
-        await print({ targets: [] }, Boolean(o.json));
+        await print({ targets: [] }, Boolean(o.json), false, o.jsonFile);
         return;
       }
       config = { ...scope.config, targets: scope.config.targets.filter((t) => scope.targets.includes(t.name)) };
@@ -255,7 +258,7 @@ clusterOptions(program
     const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
     const repo = await repoFor(config, o.config, o.repo);
     const report = await run({ config, observed, now, target: o.target, repo, mode: o.mode, dryRun: Boolean(o.dryRun), log: log(), analysis });
-    await print(report, Boolean(o.json), Boolean(o.dryRun));
+    await print(report, Boolean(o.json), Boolean(o.dryRun), o.jsonFile);
   });
 
 program

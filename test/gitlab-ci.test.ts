@@ -49,7 +49,12 @@ test('the job, run as the runner runs it on a webhook trigger, opens the merge r
   // the image's /app is this checkout
   const script = job.script.map((line) => line.replace('node /app/bin/lastgood.js', `"${process.execPath}" "${BIN}"`)).join('\n');
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', CI: 'true', GITLAB_CI: 'true', CI_PIPELINE_SOURCE: 'trigger', TRIGGER_PAYLOAD: payload, CI_JOB_TOKEN: 'glcbt-64_not-used-for-merge-requests', LASTGOOD_GITLAB_TOKEN: TOKEN };
-  await run('bash', ['-e', '-c', script], { cwd: s.dir, env });
+  // LASTGOOD_PROGRESS: a job log is no terminal; set, the fetch's progress shows as with the git provider (threshold 0 here)
+  const jobLog = await run('bash', ['-e', '-c', script], { cwd: s.dir, env: { ...env, LASTGOOD_PROGRESS: '1', LASTGOOD_PROGRESS_AFTER_MS: '0' } });
+  // the job log says what happened and where the merge request is; the JSON document is the artifact
+  t.regex(jobLog.stdout, /^podinfo: FAILED/m);
+  t.regex(jobLog.stdout, new RegExp(`pull request: ${s.emulator.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/acme/gitops/-/merge_requests/1`));
+  t.regex(jobLog.stderr, /^lastgood: fetching from [^:]+:\d+: \d+ KiB, done in \d+\.\d s$/m, 'progress on the gitlab provider too');
   const report = JSON.parse(readFileSync(path.join(s.dir, 'lastgood-report.json'), 'utf8')) as { targets: Array<{ name: string; action: string; pullRequest?: string; bad: string[] }> };
   t.is(report.targets.length, 1);
   t.is(report.targets[0]!.action, 'revert');

@@ -3,6 +3,7 @@ import { prepareGitRemote } from './git-remote/index.ts';
 import { hostCoordinates, providerOf, publicProvider, type ConfiguredProvider, type ReviewProvider } from './providers.ts';
 import type { GitRemoteConfig } from './git-remote/index.ts';
 import { ReviewRequestRepo, type HostOpenOptions, type ReviewHost } from './review-request.ts';
+import type { TransferEvent } from '../repo/types.ts';
 
 /**
  * Opens a repository on a host with a review-request API: the git backend over repo.url (reads,
@@ -18,6 +19,7 @@ export interface ReviewOpenOptions {
   repo?: GitRemoteConfig & { apiUrl?: string; branch?: string; provider?: string };
   env?: Record<string, string | undefined>;
   onWarning?: (message: string) => void;
+  onProgress?: (event: TransferEvent) => void;
   hostApi?: { maxRetries?: number; retryUnitMs?: number; commits?: 'git' | 'api' };
 }
 
@@ -59,6 +61,8 @@ export async function openReviewRepo(location: string, opts: ReviewOpenOptions):
     ...(opts.repo ? { repo: opts.repo } : {}),
     ...(opts.env ? { env: opts.env } : {}),
     ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
+    // a long fetch shows its progress as with the plain git provider (issue 36: GitLab showed none)
+    ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
   });
   const host = await openHost(provider, {
     coordinates, credentials, onWarning: warn,
