@@ -202,18 +202,24 @@ test('deliver pull-request opens one PR with the right tree, labels and marker; 
   t.deepEqual(newWrites, []);
   t.is(pr.comments.length, 0);
 
-  // new evidence: same tree, new body → the PR is updated and a comment says so
+  // other evidence of the same failure (another cluster's words, a later time), the same tree: the
+  // request is not rewritten and no comment is made (issue 35: a fleet rewrote it N−1 times)
+  const writesBeforeEvidence = emulator.log.filter((r) => r.write).length;
   const updated = await backend.deliver(revertChange(fx, { pullRequest: { ...change.pullRequest!, body: '## Evidence\n\n- the canary failed again at 10:42\n' } }), 'pull-request');
   t.false(updated.created);
   t.is(updated.pullRequest?.number, 1);
   t.is(emulator.pulls.length, 1);
-  t.true(pr.body!.includes('failed again at 10:42'));
+  t.false(pr.body!.includes('failed again at 10:42'), 'the description is the first one, as written');
   t.true(pr.body!.includes(pullRequestMarker(change)));
-  t.is(pr.comments.length, 1);
+  t.is(pr.comments.length, 0);
+  t.is(emulator.log.filter((r) => r.write).length, writesBeforeEvidence, 'nothing written');
 
-  // a different tree (the plan changed): the PR branch is force-moved to the new commit
-  const moved = await backend.deliver(revertChange(fx, { files: change.files.slice(0, 1) }), 'pull-request');
+  // a different tree (the plan changed): the PR branch is force-moved to the new commit, the description follows, one comment says so
+  const moved = await backend.deliver(revertChange(fx, { files: change.files.slice(0, 1), pullRequest: { ...change.pullRequest!, body: '## Evidence\n\n- the canary failed again at 10:42\n' } }), 'pull-request');
   t.false(moved.created);
+  t.true(pr.body!.includes('failed again at 10:42'));
+  t.is(pr.comments.length, 1);
+  t.regex(pr.comments[0]!.body, /lastgood planned this revert again \(the branch it reverts on moved\) and updated the description\. The branch now points at [0-9a-f]{40}\./);
   t.not(moved.commit, first.commit);
   t.is(git(fx.bare, 'rev-parse', first.branch), moved.commit);
   t.true(emulator.signed.has(moved.commit), 'the new commit is signed too (made on a short-lived branch, then the PR branch moved to it)');

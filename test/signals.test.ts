@@ -4,27 +4,21 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BIN } from './support/cli.ts';
+import { BIN, ROOT } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
 
 /**
  * Issue 15 class 8: signals. A signal to `lastgood` while a hook runs ends the hook's process
  * group, and nothing is written afterwards; the exit is 128 + the signal (or death by it). Run
- * with the system Node when it is older than this one (the package's oldest supported Node runs
- * bin/lastgood.js and the bundle itself, with no launcher in between), else with this Node.
+ * with the lowest Node package.json "engines" admits (test/node-lowest/, installed by npm ci: the
+ * package's oldest supported Node runs bin/lastgood.js and the bundle itself, with no launcher in
+ * between), else with this Node.
  */
 
 function launcherNode(): string {
-  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
-    try {
-      const major = Number(execFileSync(candidate, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).trim());
-      if (major < 24) return candidate;
-    } catch {
-      // not there
-    }
-  }
-  return process.execPath;
+  const lowest = path.join(ROOT, 'test', 'node-lowest', 'node_modules', 'node', 'bin', 'node');
+  return existsSync(lowest) ? lowest : process.execPath;
 }
 
 const NODE = launcherNode();
@@ -103,7 +97,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 
-test('bin/lastgood.js exits with the CLI\'s code on the oldest Node at hand', async (t) => {
+test('bin/lastgood.js exits with the CLI\'s code on the oldest Node it supports', async (t) => {
   const dir = tempDir('lastgood-signal-');
   const run = (args: string[]) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
