@@ -100,7 +100,7 @@ async function print(report: Report, json: boolean, showDiff = false, jsonFile?:
   if (jsonFile) await (await import('node:fs/promises')).writeFile(jsonFile, reportJson(report));
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
-  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${terminalText(redact(t.error.message))}\n`);
+  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${terminalLines(redact(t.error.message))}\n`);
   exitCode = (await engine()).exitCodeFor(report);
 }
 
