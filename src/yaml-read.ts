@@ -53,6 +53,19 @@ export function loadAllYaml(text: string, opts: ReadOptions = {}): unknown[] {
   return docs;
 }
 
+/**
+ * A file's document, or `onError(first line of the parse error)` where it does not parse: the
+ * readers that take a bad file as "does not parse" (a bound's refusal is still thrown).
+ */
+export function loadYamlOr<T>(content: Uint8Array | string, onError: (message: string) => T, where?: string): unknown {
+  try {
+    return loadYaml(typeof content === 'string' ? content : Buffer.from(content).toString('utf8'), where ? { where } : {});
+  } catch (error) {
+    rethrowBound(error);
+    return onError((error as Error).message.split('\n')[0]!);
+  }
+}
+
 /** Rethrows a bound's refusal from a reader that otherwise reads a bad file as "does not parse". */
 export function rethrowBound(error: unknown): void {
   if (error instanceof YamlBoundError) throw error;
@@ -65,7 +78,7 @@ function loadOptions(opts: ReadOptions): jsYaml.LoadOptions {
 function checkSize(text: string, opts: ReadOptions): void {
   const max = opts.maxBytes ?? YAML_BOUNDS.maxBytes;
   // a string's length counts UTF-16 units: at most the bytes of its UTF-8 form, so this never refuses a file within the bound
-  if (text.length > max && Buffer.byteLength(text) > max) {
+  if (text.length > max) {
     throw new YamlBoundError(`${mib(Buffer.byteLength(text))} of YAML, more than lastgood reads from one file (${mib(max)})`, { ...(opts.where ? { where: opts.where } : {}) });
   }
 }

@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { loadYaml, rethrowBound } from '../yaml-read.ts';
+import { loadYamlOr } from '../yaml-read.ts';
 import { parseImageRef } from '../observe/image-ref.ts';
 import { findObserved, type KubeObject, type Observed } from '../observe/types.ts';
 import { readChart } from './chart.ts';
@@ -114,14 +114,7 @@ export function argoGlob(pattern: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
-const parseYaml = (bytes: Uint8Array, where?: string): unknown => {
-  try {
-    return loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
-  } catch (error) {
-    rethrowBound(error);
-    return { __error: (error as Error).message.split('\n')[0] };
-  }
-};
+const parseYaml = (bytes: Uint8Array, where?: string): unknown => loadYamlOr(bytes, (message) => ({ __error: message }), where);
 
 /** What one build of the Application gathers across its sources. */
 interface Acc {

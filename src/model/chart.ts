@@ -1,5 +1,5 @@
 import ignore from 'ignore';
-import { loadYaml, rethrowBound } from '../yaml-read.ts';
+import { loadYamlOr } from '../yaml-read.ts';
 import type { GraphFile } from './kustomize.ts';
 import { joinInside, type Link, type TreeView } from './tree.ts';
 import { isRec } from './values.ts';
@@ -38,14 +38,7 @@ export interface ChartRules {
   engine: string;
 }
 
-const parseYaml = (bytes: Uint8Array, where?: string): unknown => {
-  try {
-    return loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
-  } catch (error) {
-    rethrowBound(error);
-    return { __error: (error as Error).message.split('\n')[0] };
-  }
-};
+const parseYaml = (bytes: Uint8Array, where?: string): unknown => loadYamlOr(bytes, (message) => ({ __error: message }), where);
 
 /** Reads the chart folder `dir` at one revision. */
 export async function readChart(view: TreeView, dir: string, rules: ChartRules, depth = 0): Promise<ChartFolder> {

@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { loadYaml, rethrowBound } from '../yaml-read.ts';
+import { loadYamlOr } from '../yaml-read.ts';
 import { parseImageRef } from '../observe/image-ref.ts';
 import type { KubeObject, Observed } from '../observe/types.ts';
 import { findObserved, groupKind } from '../observe/types.ts';
@@ -56,14 +56,7 @@ export function describeHelm(hr: KubeObject): string {
   return `Flux HelmRelease ${hr.metadata.namespace ? `${hr.metadata.namespace}/` : ''}${hr.metadata.name} (chart ${chart}${str(ref.kind) ? ` from ${String(ref.kind)} ${String(ref.name ?? '')}` : ''})`;
 }
 
-const parseYaml = (bytes: Uint8Array, where?: string): unknown => {
-  try {
-    return loadYaml(Buffer.from(bytes).toString('utf8'), where ? { where } : {});
-  } catch (error) {
-    rethrowBound(error);
-    return undefined;
-  }
-};
+const parseYaml = (bytes: Uint8Array, where?: string): unknown => loadYamlOr(bytes, () => undefined, where);
 
 /** What a refinement adds to the base model. */
 interface Refined {

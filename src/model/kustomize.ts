@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { loadAllYaml, loadYaml, rethrowBound } from '../yaml-read.ts';
+import { loadAllYaml, loadYaml, loadYamlOr, rethrowBound } from '../yaml-read.ts';
 import type { InputRole } from './types.ts';
 import { joinInside, TreeView, within, type Link } from './tree.ts';
 import type { Reads } from './reads.ts';
@@ -685,14 +685,7 @@ async function changedKustomizations(view: TreeView, dir: string, from: string |
   return out;
 }
 
-function safeLoad(text: string): unknown {
-  try {
-    return loadYaml(text);
-  } catch (error) {
-    rethrowBound(error);
-    return undefined;
-  }
-}
+const safeLoad = (text: string): unknown => loadYamlOr(text, () => undefined);
 
 /** Every document of a YAML file (none when it does not parse). */
 export function loadAllSafe(bytes: Uint8Array, where?: string): unknown[] {
