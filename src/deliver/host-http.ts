@@ -1,5 +1,6 @@
 import { RemoteError, redact } from '../errors.ts';
 import { backoffDelay, sleep } from '../retry.ts';
+import { whyUnreachable } from '../network.ts';
 
 /**
  * The `fetch` every host API client (gitbeaker, gitea-js, openapi-fetch, the Azure DevOps calls)
@@ -101,7 +102,11 @@ export function createHostFetch(opts: HostFetchOptions): HostFetch {
         response = await once(url, reqInit, headers);
       } catch (error) {
         // a dropped connection or a timeout: a POST may have been applied, so only the others are sent again
-        if (method === 'POST' || attempt >= maxRetries) throw new RemoteError(opts.system, `${method} ${redact(url.origin + url.pathname)}: ${(error as Error).message}`, { cause: error });
+        if (method === 'POST' || attempt >= maxRetries) {
+          const timedOut = (error as Error)?.name === 'TimeoutError';
+          const why = timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : whyUnreachable(error) ?? (error as Error).message;
+          throw new RemoteError(opts.system, `cannot reach ${origin}: ${why} (${method} ${redact(url.pathname)}${attempt > 0 ? `, ${attempt + 1} attempts` : ''})`, { cause: error });
+        }
         await sleep(backoffDelay(attempt, { baseMs: unit / 4 }));
         continue;
       }

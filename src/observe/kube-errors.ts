@@ -1,5 +1,6 @@
 import { CoreApi, type KubeConfig } from '@kubernetes/client-node';
 import { RemoteError } from '../errors.ts';
+import { whyUnreachable } from '../network.ts';
 
 /**
  * What a failed Kubernetes API call tells a person: which server, and why — as kubectl says it
@@ -7,28 +8,6 @@ import { RemoteError } from '../errors.ts';
  * failed" or an HTTP dump with the response headers — and a server that does not answer as a
  * Kubernetes API said to be one that is not, rather than every object being "not found".
  */
-
-/** The network failures a person can act on, in words (Node's and undici's codes). */
-const NETWORK: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'the connection was reset',
-  EPIPE: 'the connection was closed',
-  UND_ERR_SOCKET: 'the connection was closed',
-  ENOTFOUND: 'no such host',
-  EAI_AGAIN: 'the host name could not be resolved (DNS did not answer)',
-  ETIMEDOUT: 'the connection timed out',
-  UND_ERR_CONNECT_TIMEOUT: 'the connection timed out',
-  UND_ERR_HEADERS_TIMEOUT: 'the server sent no answer in time',
-  EHOSTUNREACH: 'no route to host',
-  ENETUNREACH: 'the network is unreachable',
-  DEPTH_ZERO_SELF_SIGNED_CERT: "TLS: the server's certificate is self-signed and the kubeconfig names no certificate-authority for it",
-  SELF_SIGNED_CERT_IN_CHAIN: "TLS: the server's certificate chain ends in a CA the kubeconfig does not name",
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "TLS: the server's certificate is not signed by the kubeconfig's certificate-authority",
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "TLS: the server's certificate is not signed by the kubeconfig's certificate-authority",
-  CERT_HAS_EXPIRED: "TLS: the server's certificate has expired",
-  ERR_TLS_CERT_ALTNAME_INVALID: "TLS: the server's certificate is not for this host name",
-  ERR_SSL_WRONG_VERSION_NUMBER: 'TLS: the server does not speak TLS there (an http:// server named as https://?)',
-};
 
 /** The server the kubeconfig's current context points at (what a message names). */
 export function kubeServer(kc: KubeConfig): string {
@@ -42,36 +21,12 @@ export function httpStatus(error: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
-/** The network cause under an error (its `cause` chain, an AggregateError's errors): its code and message. */
-function networkCause(error: unknown): { code: string | undefined; message: string } | undefined {
-  const seen = new Set<unknown>();
-  let deepest: string | undefined;
-  const walk = (e: unknown): { code: string; message: string } | undefined => {
-    if (!e || typeof e !== 'object' || seen.has(e)) return undefined;
-    seen.add(e);
-    const { code, message, cause, errors } = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof message === 'string' && message) deepest = message;
-    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]+$/.test(code)) return { code, message: typeof message === 'string' ? message : code };
-    for (const inner of [cause, ...(Array.isArray(errors) ? errors : [])]) {
-      const found = walk(inner);
-      if (found) return found;
-    }
-    return undefined;
-  };
-  if (httpStatus(error) !== undefined) return undefined;
-  const found = walk(error);
-  if (found) return found;
-  // undici's fetch: TypeError("fetch failed") with the reason as its cause ("bad port", ...)
-  const top = error as { message?: unknown; cause?: unknown } | undefined;
-  if (top && top.cause !== undefined && typeof top.message === 'string' && /fetch failed/.test(top.message)) return { code: undefined, message: deepest ?? top.message };
-  return undefined;
-}
-
 /** A RemoteError naming the server and the cause, when `error` is a network failure (nothing answered); else undefined. */
 export function unreachable(error: unknown, server: string): RemoteError | undefined {
-  const cause = networkCause(error);
-  if (!cause) return undefined;
-  const why = cause.code ? `${NETWORK[cause.code] ?? cause.message} (${cause.code})` : cause.message;
+  // an answer with a status is the server speaking, not a failure to reach it
+  if (httpStatus(error) !== undefined) return undefined;
+  const why = whyUnreachable(error);
+  if (!why) return undefined;
   return new RemoteError('kubernetes', `cannot reach the Kubernetes API at ${server}: ${why}`, { cause: error });
 }
 

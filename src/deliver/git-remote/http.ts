@@ -20,6 +20,7 @@ import type { GitCredentials } from './auth.ts';
 
 import type { TransferEvent } from '../../repo/types.ts';
 import { retry } from '../../retry.ts';
+import { whyUnreachable } from '../../network.ts';
 
 /**
  * node:http and node:https by require, not fetch() and not `import`: both load undici, Node's
@@ -166,8 +167,8 @@ export class SmartHttp {
         if (e.code && TLS_CERTIFICATE.test(e.code)) {
           throw new RemoteError('git', `the TLS certificate of ${url.host} could not be verified (${e.code}: ${e.message ?? 'no detail'}): if the server uses a private certificate authority, give its certificate to Node in NODE_EXTRA_CA_CERTS; nothing was sent`, { cause: error });
         }
-        const why = signal.aborted ? noAnswer : e.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}`.trim() : e.message ?? String(error);
-        throw new TransientHttpError(`the connection to ${url.host} failed (${why})`, undefined, error);
+        const why = signal.aborted ? noAnswer : whyUnreachable(error) ?? (e.code && !e.message?.includes(e.code) ? `${e.code} ${e.message ?? ''}`.trim() : e.message ?? String(error));
+        throw new TransientHttpError(`cannot reach ${url.host}: ${why}`, undefined, error);
       }
       const status = res.statusCode ?? 0;
       const location = res.headers.location;

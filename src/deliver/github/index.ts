@@ -17,6 +17,7 @@ import { planCommit, restWarning, splitMessage, type CommitPlan } from './commit
 import { openDeploymentRecords } from './deployments.ts';
 import { claimOnGitHub } from './receipts.ts';
 import { backoffDelay, retry as retrying, sleep } from '../../retry.ts';
+import { whyUnreachable } from '../../network.ts';
 
 /**
  * GitHub backend: reads and writes a repository through GitHub's API, without a clone, in as few
@@ -173,6 +174,8 @@ const TREE_CHUNK = 100; // entries per createTree call, as create-pull-request a
 class GitHubRepo implements GitHubBackend {
   readonly kind = 'github' as const;
   readonly description: string;
+  /** the REST API root requests go to (named when it cannot be reached) */
+  private readonly apiBase: string;
   readonly markdown = GITHUB_FLAVORED;
 
   commitUrl(sha: string): string {
@@ -192,6 +195,7 @@ class GitHubRepo implements GitHubBackend {
     this.owner = opts.owner;
     this.repo = opts.repo;
     const baseUrl = (opts.baseUrl ?? 'https://api.github.com').replace(/\/+$/, '');
+    this.apiBase = baseUrl;
     this.description = `${baseUrl === 'https://api.github.com' ? 'https://github.com' : baseUrl}/${opts.owner}/${opts.repo}`;
     const maxRetries = opts.maxRetries ?? 3;
     const unit = opts.retryUnitMs ?? 1000;
@@ -237,6 +241,9 @@ class GitHubRepo implements GitHubBackend {
     const where = `${this.owner}/${this.repo}`;
     const text = failureText(error);
     const status = error.status;
+    // octokit reports a request that reached no server as a 500: say which server and why instead
+    const down = whyUnreachable(error);
+    if (down) return new RemoteError('github', `${what} failed: cannot reach the GitHub API at ${this.apiBase}: ${down}`, { cause: error });
     const rule = status === 422 || status === 403 ? protectionRule(text) : undefined;
     let message: string;
     if (status === 401) message = `${what}: GitHub rejected the token (401 ${text}): it is invalid, expired or revoked; give lastgood a valid token`;
