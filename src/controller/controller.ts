@@ -38,6 +38,7 @@ import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOpti
 import { groupKind, type Observed } from '../observe/types.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { isOwnRevert } from '../report/once.ts';
+import { eventFor } from '../report/notify.ts';
 import { eventRecorder, type EventRecorder } from './events.ts';
 import { serveEndpoints } from './http.ts';
 import { leaderElector, type LeaderElector } from './leader.ts';
@@ -124,6 +125,8 @@ interface Slot {
   assessedAt?: number;
   lastKnownGood?: KnownGood;
   lastAction?: LastAction;
+  /** the failure (its tracker key) whose failed revert people were told about: its retries say nothing more */
+  failureToldFor?: string;
   /** the failure (tracker key) whose revert exists: lastgood_target_reverted */
   revertedKey?: string;
   /** metric checks (src/analysis/): the session keeps the measurements; an update runs off the hot path */
@@ -456,8 +459,10 @@ export function createController(opts: ControllerOptions): Controller {
     }
     const outcome = await runTracked({
       config, observed: slot.observed, now: new Date(now), target: slot.target, evaluation: e, observations: slot.track.failedInARow, guards,
-      repo, dryRun: false, log: tlog, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}), ...analysisOf(slot),
+      repo, dryRun: false, log: tlog, failureAnnounced: slot.failureToldFor === key, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}), ...analysisOf(slot),
     });
+    // a retry of this failure's failed revert tells nobody again (one revert-failed notification per failure)
+    if (eventFor(outcome) === 'revert-failed') slot.failureToldFor = key;
     if (opts.afterDeliver && outcome.action === 'revert' && outcome.created) await opts.afterDeliver(outcome);
     slot.guards = undefined;
     slot.lastAction = {

@@ -45,12 +45,13 @@ export async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pi
  * Notifications at the end of a run (never with --dry-run); failures are logged and change nothing.
  * A revert is announced once, whichever run finds it made (report/once.ts).
  */
-export async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl'>): Promise<void> {
+export async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl' | 'failureAnnounced'>): Promise<void> {
   if (opts.dryRun) return;
   const commitUrl = commitLinks(opts);
   await notify(report, {
     ...(opts.config.notify ? { config: resolveNotify(opts.config.notify)! } : {}), env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
     claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log),
+    ...(opts.failureAnnounced ? { except: ['revert-failed'] as const } : {}),
   });
 }
 

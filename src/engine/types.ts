@@ -80,6 +80,11 @@ export interface RunOptions extends CheckOptions {
   commitUrl?: (sha: string) => string;
   /** environment for notification URLs (default: process.env) */
   env?: Record<string, string | undefined>;
+  /**
+   * The door has already told people that reverting this failure failed (a retry of the same
+   * failure, controller/controller.ts): no second `revert-failed` notification for it.
+   */
+  failureAnnounced?: boolean;
 }
 
 export interface TrackedRunOptions extends Omit<RunOptions, 'target' | 'observations' | 'guards'> {

@@ -36,6 +36,8 @@ export interface NotifyOptions {
   claim?: (t: TargetOutcome, event: NotifyEventName) => Promise<boolean>;
   /** the repository host's commit pages (RepoBackend.commitUrl): links in the messages */
   commitUrl?: (sha: string) => string;
+  /** events not to send this time: already told (a retry of the same failed revert) */
+  except?: readonly NotifyEventName[];
 }
 
 export interface Delivery {
@@ -98,6 +100,7 @@ function describeRef(ref: SecretRefConfig): Record<string, string> {
 /** Sends one notification per target outcome that calls for one, to every channel. Never throws. */
 export async function notify(report: Report, opts: NotifyOptions): Promise<Delivery[]> {
   const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
+  for (const told of opts.except ?? []) wanted.delete(told);
   const candidates = report.targets.flatMap((t) => {
     // with claims, a revert found made (by an earlier run whose answer or process was lost) is announced too, once
     const event = eventFor(t) ?? (opts.claim && t.action === 'revert' && t.commit ? 'reverted' : undefined);
