@@ -94,11 +94,14 @@ for (const [name, fault] of lostAnswers) {
     t.notRegex(r.stderr, /branch moved|planning again/);
     t.regex(r.stderr + JSON.stringify(r.outcome.notes ?? []), /answer was lost/);
     t.deepEqual(s.hook.received.map((n) => `${n.event} ${n.commit}`), [`reverted ${made[0]}`], 'announced once');
+    const logged = s.emulator.log.length;
     const again = await s.run();
     t.is(again.code, 0, again.stderr);
     t.like(again.outcome, { action: 'revert', created: false, commit: made[0] });
     t.is(commitsOnMain(s.bare, s.later).length, 1);
     t.is(s.hook.received.length, 1, 'not announced again');
+    // the claim it lost (the notification was claimed by the first run) wrote nothing: no blob, no ref
+    t.deepEqual(s.emulator.log.slice(logged).filter((r) => r.write).map((r) => `${r.method} ${r.path}`), [], 'a rerun writes nothing');
     t.deepEqual(s.emulator.violations, []);
   });
 

@@ -26,14 +26,6 @@ export async function claimOnGitHub(octokit: Octokit, repo: { owner: string; rep
   const ref = claimRef(bad, receipt);
   const what = `claiming ${receipt.effect} for ${receipt.target}`;
   const fail = (error: unknown) => new RemoteError('github', `${what} (${ref}) failed: ${(error as Error)?.message ?? String(error)}`, { status: (error as { status?: number }).status, cause: error });
-  let blob: string;
-  try {
-    // content-addressed, and unique to this claim (the nonce): the plugins may send it again safely
-    const { data } = await octokit.rest.git.createBlob({ ...repo, content: `${formatReceipt(receipt)} by=${randomBytes(8).toString('hex')}\n`, encoding: 'utf-8' });
-    blob = data.sha;
-  } catch (error) {
-    throw fail(error);
-  }
   const current = async (): Promise<string | undefined> => {
     try {
       const { data } = await octokit.rest.git.getRef({ ...repo, ref: ref.replace(/^refs\//, '') });
@@ -43,6 +35,17 @@ export async function claimOnGitHub(octokit: Octokit, repo: { owner: string; rep
       throw fail(error);
     }
   };
+  // claimed already (another controller of a fleet, an earlier run): nothing written. Only two
+  // claims racing past this read leave the loser's blob, unreachable, for GitHub's gc.
+  if ((await current()) !== undefined) return false;
+  let blob: string;
+  try {
+    // content-addressed, and unique to this claim (the nonce): the plugins may send it again safely
+    const { data } = await octokit.rest.git.createBlob({ ...repo, content: `${formatReceipt(receipt)} by=${randomBytes(8).toString('hex')}\n`, encoding: 'utf-8' });
+    blob = data.sha;
+  } catch (error) {
+    throw fail(error);
+  }
   const attempts = opts.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
     try {
