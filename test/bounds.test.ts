@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { CONTROLLER_NODE_OPTIONS } from '../src/controller/install.ts';
 import { SOURCEIGNORE_BOUNDS } from '../src/model/sourceignore.ts';
+import { BUILD_BOUNDS } from '../src/model/tree.ts';
 import { MAX_SNAPSHOT_BYTES } from '../src/observe/snapshot.ts';
 import { detectRenderer, render } from '../src/verify/render.ts';
 import { loadAllYaml, loadYaml, YAML_BOUNDS, YamlBoundError } from '../src/yaml-read.ts';
@@ -97,6 +98,21 @@ test('a 45 MB YAML file in the target is refused by its size, named, within the 
   const r = await cliPeak(['run', ...NOW, '--config', s.config, '--snapshot', s.snapshot], CAPPED);
   t.is(r.code, 2, r.stdout + r.stderr);
   t.regex(r.stdout + r.stderr, /apps\/podinfo\/deploy\.yaml: 45 MiB of YAML, more than lastgood reads from one file \(8 MiB\)/);
+  underCap(t, r.peakKb);
+});
+
+test(`a build that reads more than ${BUILD_BOUNDS.maxBytes >> 20} MiB of files, each within the file bound, is refused at the file that crosses it, named, nothing written, within the controller's memory`, async (t) => {
+  // twelve resources of 6 MiB (each below the 8 MiB a file may have): 72 MiB for the build of one revision
+  const files: Record<string, string> = {};
+  const names = Array.from({ length: 12 }, (_, i) => `part-${String(i).padStart(2, '0')}.yaml`);
+  for (const [i, name] of names.entries()) files[`apps/podinfo/${name}`] = `kind: ConfigMap\nmetadata: { name: part-${i} }\ndata:\n  blob: "${String(i % 10).repeat(6 << 20)}"\n`;
+  files['apps/podinfo/kustomization.yaml'] = `resources:\n  - deploy.yaml\n${names.map((n) => `  - ${n}\n`).join('')}`;
+  const s = scenario(files);
+  const before = fingerprint(s.repo);
+  const r = await cliPeak(['run', ...NOW, '--config', s.config, '--snapshot', s.snapshot], CAPPED);
+  t.is(r.code, 2, r.stdout + r.stderr);
+  t.regex(r.stdout + r.stderr, /apps\/podinfo\/part-\d\d\.yaml: reading it, the target's build at this revision reads more than 64 MiB of files: refused as beyond lastgood's bounds/);
+  t.is(fingerprint(s.repo), before, 'nothing written');
   underCap(t, r.peakKb);
 });
 

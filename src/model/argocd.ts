@@ -310,7 +310,7 @@ async function gitSource(ctx: SourceCtx, source: Rec): Promise<void> {
     }
     if (r.kind !== 'file') continue;
     addGraphFile(acc, { path: r.path, oid: r.oid, role: 'source-params', ...(r.via ? { via: r.via } : {}) });
-    const patch = await view.parse('yaml', r.oid, parseYaml);
+    const patch = await view.parse('yaml', r.oid, parseYaml, r.path);
     if (isRec(patch) && typeof patch.__error === 'string') {
       acc.missing.push(`${p} does not parse (Argo CD: "error while parsing source parameters"): ${patch.__error}`);
       continue;
@@ -395,7 +395,7 @@ async function directory(ctx: SourceCtx, dir: string, options: Rec): Promise<voi
         }
         file = { path: r.path, oid: r.oid, role: 'resource', ...(r.via ? { via: r.via } : {}) };
       } else file = { path: p, oid: e.oid, role: 'resource' };
-      const text = Buffer.from(await view.read(file.oid)).toString('utf8');
+      const text = Buffer.from(await view.read(file.oid, file.path)).toString('utf8');
       if (text.includes(SKIP_MARKER)) {
         skipped.push(file);
         continue;
@@ -592,7 +592,7 @@ async function helmValues(ctx: SourceCtx, appDir: string | undefined, options: R
         continue;
       }
       addGraphFile(acc, { path: r.path, oid: r.oid, role: 'values', ...(r.via ? { via: r.via } : {}) });
-      const v = await view.parse('yaml', r.oid, parseYaml);
+      const v = await view.parse('yaml', r.oid, parseYaml, r.path);
       if (isRec(v) && typeof v.__error === 'string') acc.missing.push(`values file ${r.path} does not parse: ${v.__error}`);
       else layers.push({ where: r.path, inRepo: true, values: isRec(v) ? v : {} });
     }

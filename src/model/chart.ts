@@ -54,7 +54,7 @@ export async function readChart(view: TreeView, dir: string, rules: ChartRules, 
   const helmignore = ignore();
   const ignoreFile = (await view.list(root)).get('.helmignore');
   if (ignoreFile && ignoreFile.type === 'blob' && ignoreFile.mode !== '120000') {
-    helmignore.add(Buffer.from(await view.read(ignoreFile.oid)).toString('utf8'));
+    helmignore.add(Buffer.from(await view.read(ignoreFile.oid, root ? `${root}/.helmignore` : '.helmignore')).toString('utf8'));
   }
   helmignore.add('templates/.?*');
   const walk = async (real: string, rel: string, via: Link[], seen: Set<string>): Promise<void> => {
@@ -93,13 +93,13 @@ export async function readChart(view: TreeView, dir: string, rules: ChartRules, 
     out.missing.push(`${root || '.'} has no Chart.yaml: Helm cannot load the chart`);
     return out;
   }
-  const meta = await view.parse('yaml', chartFile.oid, parseYaml);
+  const meta = await view.parse('yaml', chartFile.oid, parseYaml, chartFile.path);
   const m: Rec = isRec(meta) ? meta : {};
   if (typeof m.__error === 'string') out.missing.push(`${chartFile.path} does not parse: ${m.__error}`);
   out.chartYaml = { path: chartFile.path, oid: chartFile.oid, ...(typeof m.name === 'string' ? { name: m.name } : {}), ...(m.version !== undefined ? { version: String(m.version) } : {}) };
   const valuesFile = out.files.find((f) => f.path === (root ? `${root}/values.yaml` : 'values.yaml'));
   if (valuesFile) {
-    const v = await view.parse('yaml', valuesFile.oid, parseYaml);
+    const v = await view.parse('yaml', valuesFile.oid, parseYaml, valuesFile.path);
     out.values = isRec(v) && typeof v.__error !== 'string' ? v : {};
     out.valuesPath = valuesFile.path;
     if (isRec(v) && typeof v.__error === 'string') out.missing.push(`${valuesFile.path} does not parse: ${v.__error}`);

@@ -143,8 +143,8 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules, anch
   const errors: string[] = [];
   const relOf = (path: string) => `./${path.slice(dir ? dir.length + 1 : 0)}`;
   const decodeError = (path: string) => `failed to decode Kubernetes YAML from ${path}: Flux's generated kustomization takes every YAML file under spec.path (exclude it with .sourceignore)`;
-  const isKube = async (oid: string) => {
-    const docs = await view.parse('yaml-all', oid, loadAllSafe);
+  const isKube = async (oid: string, where: string) => {
+    const docs = await view.parse('yaml-all', oid, loadAllSafe, where);
     return docs.every((d) => isRec(d) && typeof d.apiVersion === 'string' && typeof d.kind === 'string');
   };
   const hasKustomization = (entries: Map<string, { type: string; mode: string }>) => KUSTOMIZATION_FILES.some((k) => entries.get(k)?.type === 'blob' && entries.get(k)?.mode !== '120000');
@@ -170,7 +170,7 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules, anch
         continue;
       }
       if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
-      if (!(await isKube(e.oid))) errors.push(decodeError(path));
+      if (!(await isKube(e.oid, path))) errors.push(decodeError(path));
       resources.push(relOf(path));
     }
   };
@@ -209,7 +209,7 @@ async function scanManifests(view: TreeView, dir: string, rules: WalkRules, anch
         }
         if (e.type !== 'blob' || !/\.ya?ml$/.test(name)) continue;
         // Flux's build stops at a file that does not decode; the model goes on (the file is still what the build reads) and says so
-        out.push({ rel: name, bad: !(await isKube(e.oid)) });
+        out.push({ rel: name, bad: !(await isKube(e.oid, path)) });
       }
       if ((rules.sourceWide?.() ?? 0) === wideBefore) view.memo.set(key, out);
       return out;

@@ -202,7 +202,7 @@ async function chart(view: TreeView, hr: KubeObject, spec: Rec, release: string,
       continue;
     }
     add(r, { path: res.path, digest: res.oid, role: 'values', ...(strategy === 'ChartVersion' && chartYaml ? { shipsWith: chartYaml.path } : {}) });
-    const parsed = await view.parse('yaml', res.oid, parseYaml);
+    const parsed = await view.parse('yaml', res.oid, parseYaml, res.path);
     const vals: Rec = isRec(parsed) ? parsed : {};
     layers.push({ where: res.path, inRepo: true, values: vals });
     r.setters.push({ what: 'values', where: res.path, inRepo: true, values: { release, digest: digestOf(vals) } });
@@ -276,7 +276,7 @@ async function candidateFiles(view: TreeView, base: TargetModel, scope: TargetSc
 async function sourceManifest(view: TreeView, files: Map<string, string>, kind: string, name: string, namespace: string | undefined): Promise<{ path: string; oid: string; name?: string; version?: string } | undefined> {
   for (const [file, oid] of files) {
     if (!/\.(ya?ml|json)$/i.test(file) || KUSTOMIZATION_FILES.includes(path.basename(file))) continue;
-    for (const doc of await view.parse('yaml-all', oid, loadAllSafe)) {
+    for (const doc of await view.parse('yaml-all', oid, loadAllSafe, file)) {
       if (!isRec(doc) || doc.kind !== kind || typeof doc.apiVersion !== 'string' || !doc.apiVersion.startsWith('source.toolkit.fluxcd.io/')) continue;
       const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
       if (meta.name !== name || (typeof meta.namespace === 'string' && namespace && meta.namespace !== namespace)) continue;
@@ -313,7 +313,7 @@ async function generatorMaker(view: TreeView, dir: string, kustomization: string
     if (p === undefined) continue;
     const res = await view.resolve(p, 'drop');
     if (res.kind !== 'file') continue;
-    const text = Buffer.from(await view.read(res.oid)).toString('utf8');
+    const text = Buffer.from(await view.read(res.oid, res.path)).toString('utf8');
     const parsed = keyed.length ? parseYaml(Buffer.from(text)) : undefined;
     out.files.push({ path: res.path, oid: res.oid, values: isRec(parsed) ? parsed : {}, text });
   }

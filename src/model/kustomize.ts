@@ -274,7 +274,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
     if (kfile) {
       file = { path: kfile.path, oid: kfile.oid, role: 'kustomization', ...(kfile.via ? { via: kfile.via, named: kfile.named! } : {}) };
       events.push({ k: 'file', file });
-      const parsed = await view.parse('kustomization', kfile.oid, (b) => parseKustomization(b, kfile.path));
+      const parsed = await view.parse('kustomization', kfile.oid, (b) => parseKustomization(b, kfile.path), kfile.path);
       if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) {
         missing(`${kfile.path} does not parse: ${parsed.error}`);
         return fail();
@@ -375,7 +375,7 @@ export async function walkGraph(view: TreeView, dir: string, rules: WalkRules, g
         }
         const f = await loadFile(entry, 'transformer', `${field} entry`, 'files');
         if (!f) continue;
-        const configs = await view.parse('yaml-all', f.oid, loadAllSafe);
+        const configs = await view.parse('yaml-all', f.oid, loadAllSafe, f.path);
         for (const cfg of configs) {
           pluginConfig(cfg, f.path);
           // a builtin config may itself load a file (PatchTransformer path, ReplacementTransformer path)
@@ -584,7 +584,7 @@ export async function prefetchGraph(view: TreeView, dir: string): Promise<void> 
     await view.prefetchBlobs(found.map((f) => f.oid));
     const next: string[] = [];
     for (const f of found) {
-      const doc = (await view.parse('kustomization', f.oid, (b) => parseKustomization(b, `the kustomization file of ${f.dir || '.'}/`))) as Rec;
+      const doc = (await view.parse('kustomization', f.oid, (b) => parseKustomization(b, `the kustomization file of ${f.dir || '.'}/`), `the kustomization file of ${f.dir || '.'}/`)) as Rec;
       const named = [...strings(doc.resources), ...strings(doc.bases), ...strings(doc.components)];
       for (const field of ['generators', 'transformers', 'validators'] as const) named.push(...strings(doc[field]).filter((x) => !x.includes('\n')));
       for (const entry of named) {
@@ -628,7 +628,7 @@ export async function prefetchNear(views: TreeView[], dir: string, anchors: stri
       const found = new Set<string>();
       for (const w of wholes) {
         for (const k of await kustomizationsBelow(view, w, 3)) {
-          const doc = await view.parse('kustomization', k.oid, (b) => parseKustomization(b, `the kustomization file of ${k.dir || '.'}/`));
+          const doc = await view.parse('kustomization', k.oid, (b) => parseKustomization(b, `the kustomization file of ${k.dir || '.'}/`), `the kustomization file of ${k.dir || '.'}/`);
           if ('error' in doc && Object.keys(doc).length === 1) continue;
           for (const ref of namedPaths(doc as Rec)) {
             const target = joinInside(k.dir, ref);

@@ -25,7 +25,7 @@ export async function findMaker(view: TreeView, files: Map<string, string>, kind
   for (const [file, oid] of files) {
     const base = path.basename(file);
     if (KUSTOMIZATION_FILES.includes(base)) {
-      const parsed = await view.parse('kustomization', oid, (b) => parseKustomization(b, file));
+      const parsed = await view.parse('kustomization', oid, (b) => parseKustomization(b, file), file);
       if ('error' in parsed && typeof parsed.error === 'string' && Object.keys(parsed).length === 1) continue;
       const doc = parsed as Rec;
       for (const gen of Array.isArray(doc[generatorField]) ? (doc[generatorField] as unknown[]).filter(isRec) : []) {
@@ -37,7 +37,7 @@ export async function findMaker(view: TreeView, files: Map<string, string>, kind
       continue;
     }
     if (!/\.(ya?ml|json)$/i.test(base)) continue;
-    for (const doc of await view.parse('yaml-all', oid, loadAllSafe)) {
+    for (const doc of await view.parse('yaml-all', oid, loadAllSafe, file)) {
       if (!isRec(doc) || doc.kind !== kind) continue;
       const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
       if (meta.name !== name || (typeof meta.namespace === 'string' && namespace && meta.namespace !== namespace)) continue;

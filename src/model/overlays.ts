@@ -70,7 +70,7 @@ async function builds(view: TreeView, root: KNode, scope: TargetScope): Promise<
     for (const r of n.resources) {
       if (r.kind === 'node' && (await visit(r.node, here, seen))) return true;
       if (r.kind !== 'file') continue;
-      for (const doc of await view.parse('yaml-all', r.file.oid, loadAllSafe)) {
+      for (const doc of await view.parse('yaml-all', r.file.oid, loadAllSafe, r.file.path)) {
         if (!isRec(doc)) continue;
         const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
         const name = `${here.prefix}${String(meta.name ?? '')}${here.suffix}`;

@@ -64,7 +64,7 @@ export async function findOwnManifest(view: TreeView, object: EngineObjectRef, d
     }
     const r = await view.resolve(file, 'follow');
     if (r.kind !== 'file') return;
-    for (const doc of await view.parse('engine-docs', r.oid, engineDocs)) {
+    for (const doc of await view.parse('engine-docs', r.oid, engineDocs, r.path)) {
       if (doc.kind !== object.kind || !String(doc.apiVersion).startsWith(`${object.group}/`)) continue;
       const meta: Rec = isRec(doc.metadata) ? doc.metadata : {};
       if (meta.name !== object.name) continue;

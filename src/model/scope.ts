@@ -78,7 +78,7 @@ export async function scopeGraph(view: TreeView, root: KNode, scope: TargetScope
 
   const declares = async (f: GraphFile): Promise<boolean> => {
     if (!readIdentities) return false;
-    const docs = await view.parse('yaml-all', f.oid, loadAllSafe);
+    const docs = await view.parse('yaml-all', f.oid, loadAllSafe, f.path);
     return docs.some((d) => isRec(d) && scope.objects.some((o) => matches(o, d)));
   };
   const fileIn = new Map<GraphFile, boolean>();
@@ -206,7 +206,7 @@ export async function settersOf(view: TreeView, files: GraphFile[], inline: Scop
   };
   for (const f of files) {
     if (!/\.(ya?ml|json)$/i.test(f.path) && !/(^|\/)Kustomization$/.test(f.path)) continue;
-    push(f.path, await view.parse(`facts:${f.path.split('/').pop()}`, f.oid, (bytes) => manifestFacts(bytes, f.path)));
+    push(f.path, await view.parse(`facts:${f.path.split('/').pop()}`, f.oid, (bytes) => manifestFacts(bytes, f.path), f.path));
   }
   for (const { where, text } of inline) push(where, manifestFacts(text, ''));
   return dedupe(out);

@@ -84,7 +84,7 @@ export async function sourceIgnore(view: TreeView, root: string, specIgnore?: st
   const user: Pattern[] = [];
   for (const f of files) {
     const dir = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
-    const text = Buffer.from(await view.read(f.oid)).toString('utf8');
+    const text = Buffer.from(await view.read(f.oid, f.path)).toString('utf8');
     for (const line of patternLines(text, f.path)) user.push(pattern(dir, line));
   }
   if (specIgnore) for (const line of patternLines(specIgnore, 'the GitRepository\'s spec.ignore')) user.push(pattern('', line));
@@ -265,7 +265,7 @@ export class LazySourceIgnore {
         const entry = e ? `${e.mode} ${e.oid}` : '-';
         if (!e || e.type !== 'blob' || e.mode === '120000') return { path, entry, patterns: [] };
         this.files.push({ path, oid: e.oid });
-        const text = Buffer.from(await this.view.read(e.oid)).toString('utf8');
+        const text = Buffer.from(await this.view.read(e.oid, path)).toString('utf8');
         return { path, entry, patterns: patternLines(text, path).map((line) => pattern(folder, line)) };
       })()));
     }

@@ -80,7 +80,7 @@ export async function substitutedSetters(view: TreeView, files: Array<{ path: st
   const out: Setter[] = [];
   for (const f of files) {
     if (!/\.(ya?ml|json)$/i.test(f.path)) continue;
-    const text = Buffer.from(await view.read(f.oid)).toString('utf8');
+    const text = Buffer.from(await view.read(f.oid, f.path)).toString('utf8');
     if (!text.includes('${')) continue;
     let unknown = false;
     let expanded: string;
@@ -122,7 +122,7 @@ async function generated(view: TreeView, dir: string, kustomization: string, gen
     const res = await view.resolve(p, 'drop');
     if (res.kind !== 'file') return undefined;
     inputs.push({ path: res.path, digest: res.oid, role: 'substitute' });
-    return Buffer.from(await view.read(res.oid)).toString('utf8');
+    return Buffer.from(await view.read(res.oid, res.path)).toString('utf8');
   };
   for (const env of [...strings(gen.envs), ...(typeof gen.env === 'string' ? [gen.env] : [])]) {
     const text = await read(env);

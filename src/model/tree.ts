@@ -4,6 +4,7 @@ import { blobOid } from '../revert/threeway.ts';
 import { ABSENT, AS_FOLDER, Reads } from './reads.ts';
 import { checkEntryName } from '../repo/tree-walk.ts';
 import { Lru } from '../repo/lru.ts';
+import { InputError } from '../errors.ts';
 
 /**
  * One revision's tree as an engine reads it, over the RepoReader port (trees and blobs by oid,
@@ -139,14 +140,14 @@ export class ObjectCache {
     if (!p) this.roots.set(commit, (p = this.reader.readCommit(commit).then((c) => c.tree)));
     return p;
   }
-  /** Parses a blob once per key (while it is kept). */
-  async parse<T>(key: string, oid: string, parse: (bytes: Uint8Array) => T): Promise<T> {
+  /** Parses a blob once per key (while it is kept); `size`: the blob's bytes. */
+  async parse<T>(key: string, oid: string, parse: (bytes: Uint8Array) => T): Promise<{ value: T; size: number }> {
     const known = this.parsed.get(key);
-    if (known !== undefined) return known.value as T;
+    if (known !== undefined) return known as { value: T; size: number };
     const bytes = await this.blob(oid);
     const value = parse(bytes);
     this.parsed.set(key, { value, size: bytes.byteLength });
-    return value;
+    return { value, size: bytes.byteLength };
   }
 }
 
@@ -220,6 +221,33 @@ const NOTHING_FOUND: Array<{ path: string; oid: string }> = [];
 
 const entryText = (e: TreeEntry | undefined) => (e ? `${e.mode} ${e.oid}` : ABSENT);
 
+/**
+ * The bounds of what the builds of one tree read (a target's manifests at one revision), stated in
+ * docs/security.md: the files a model reads and their bytes, each file counted once. A commit that
+ * puts hundreds of large files where a target's build reads them would otherwise hold them all in
+ * a controller with 512 MiB. For scale: Argo CD's repo-server refuses a directory app whose
+ * manifests total more than 10M (reposerver.max.combined.directory.manifests.size, its default).
+ */
+export const BUILD_BOUNDS = {
+  maxBytes: 64 << 20,
+  maxFiles: 20_000,
+} as const;
+
+/** A build beyond BUILD_BOUNDS: refused naming the file that crossed it (exit 2). */
+export class BuildBoundError extends InputError {}
+
+class BuildBudget {
+  private bytes = 0;
+  private readonly seen = new Set<string>();
+  count(oid: string, size: number, where: string | undefined): void {
+    if (this.seen.has(oid)) return;
+    this.seen.add(oid);
+    this.bytes += size;
+    const over = this.bytes > BUILD_BOUNDS.maxBytes ? `more than ${BUILD_BOUNDS.maxBytes >> 20} MiB of files` : this.seen.size > BUILD_BOUNDS.maxFiles ? `more than ${BUILD_BOUNDS.maxFiles.toLocaleString('en-US')} files` : undefined;
+    if (over) throw new BuildBoundError(`reading it, the target's build at this revision reads ${over}: refused as beyond lastgood's bounds (docs/security.md)`, { file: where ?? `blob ${oid}` });
+  }
+}
+
 /** Files below the folders a walk reads whole that are fetched ahead (beyond: when read). */
 const PREFETCH_WHOLE = 2000;
 
@@ -235,6 +263,8 @@ export class TreeView {
   private readonly waysNow = new Map<string, Way>();
   /** what this view was asked, in the order of the builds nested in it (the innermost records) */
   private readonly sinks: Reads[] = [new Reads()];
+  /** what the builds over this tree read, against BUILD_BOUNDS (shared with its forks: one tree, one budget) */
+  private budget = new BuildBudget();
 
   /** the commit whose tree this is (a backend that reads by path asks for it) */
   readonly commit: string | undefined;
@@ -264,6 +294,7 @@ export class TreeView {
   /** The same tree (and planned change) with nothing read yet: a build whose reads are not this one's. */
   fork(): TreeView {
     const view = new TreeView(this.cache, this.root, this.commit);
+    view.budget = this.budget;
     for (const [p, f] of this.written) view.written.set(p, f);
     for (const p of this.deleted) view.deleted.add(p);
     return view;
@@ -693,15 +724,25 @@ export class TreeView {
     return out;
   }
 
-  async read(oid: string): Promise<Uint8Array> {
-    for (const f of this.written.values()) if (f.oid === oid && f.content) return f.content;
-    return this.cache.blob(oid);
+  /** A file's bytes; `where`, its path, names it where the build's bounds refuse it. */
+  async read(oid: string, where?: string): Promise<Uint8Array> {
+    let bytes: Uint8Array | undefined;
+    for (const f of this.written.values()) if (f.oid === oid && f.content) bytes = f.content;
+    bytes ??= await this.cache.blob(oid);
+    this.budget.count(oid, bytes.byteLength, where);
+    return bytes;
   }
 
-  /** Parses a blob once (per reader): `kind` separates readings of the same bytes. */
-  parse<T>(kind: string, oid: string, parse: (bytes: Uint8Array) => T): Promise<T> {
-    for (const f of this.written.values()) if (f.oid === oid && f.content) return Promise.resolve(parse(f.content));
-    return this.cache.parse(`${kind}:${oid}`, oid, parse);
+  /** Parses a blob once (per reader): `kind` separates readings of the same bytes; `where` as for `read`. */
+  async parse<T>(kind: string, oid: string, parse: (bytes: Uint8Array) => T, where?: string): Promise<T> {
+    for (const f of this.written.values()) {
+      if (f.oid !== oid || !f.content) continue;
+      this.budget.count(oid, f.content.byteLength, where);
+      return parse(f.content);
+    }
+    const { value, size } = await this.cache.parse(`${kind}:${oid}`, oid, parse);
+    this.budget.count(oid, size, where);
+    return value;
   }
 
   /**
