@@ -18,6 +18,9 @@ import type { HostCoordinates } from '../src/deliver/providers.ts';
 import { carriesMarker, markedAsOurs, requestMarker } from '../src/deliver/marker.ts';
 import { codeBlock, codeSpan, diffStatLines, GITHUB_FLAVORED, PORTABLE_MARKDOWN, PYTHON_MARKDOWN, terminalJson, terminalText, type MarkdownDialect } from '../src/revert/markup.ts';
 import { formatReport } from '../src/report/text.ts';
+import { slackMessage } from '../src/report/notify.ts';
+import { formatLogMarkdown, formatLogText } from '../src/audit/format.ts';
+import type { AuditLog } from '../src/audit/schema.ts';
 import { renderSummary } from '../src/report/summary.ts';
 import { prettyLine, uniqueKeys } from '../src/report/log.ts';
 import { progressReporter } from '../src/report/progress.ts';
@@ -245,6 +248,53 @@ test('job summary: a hostile file name, message, subject and tag stay code', (t)
   const shownStat = decode(/<pre><code>([\s\S]*?)<\/code><\/pre>/.exec(html)?.[1] ?? '');
   t.regex(shownStat, /^ apps\/podinfo\/overlays\/prod\/x\u241b\[31m\u240anew commit: deadbeef\u240a```\u240a.* \| +1 -+ \(deleted\)\n 1 file changed/, 'the file name on its line of the diffstat block, its controls as pictures');
   t.is(html.match(/<pre><code/g)?.length, 2, 'the diffstat and the diff, one block each');
+});
+
+/** A log of a target whose history holds attacker text everywhere a person or a host can put it. */
+function hostileLog(): AuditLog {
+  const sha = (c: string) => c.repeat(40);
+  const holds = { state: 'released-since' as const, commit: sha('e'), at: '2026-11-10T10:00:00Z', author: `Mallory ${PAYLOAD} <m@evil.example>`, subject: SUBJECT };
+  return {
+    $schema: 'https://lastgood.dev/schema/log.schema.json', repository: 'https://github.com/acme/gitops', branch: 'main', head: sha('a'),
+    window: { since: '2026-11-01T00:00:00Z', until: '2026-11-28T00:00:00Z', why: '--since', commitsRead: 12, limit: 5000, stoppedBy: 'since', oldestRead: '2026-11-01T00:00:00Z' },
+    notes: [],
+    targets: [{
+      name: TARGET, paths: [P],
+      entries: [
+        { kind: 'person-revert', at: '2026-11-10T11:00:00Z', commit: sha('b'), author: `Mallory <${PAYLOAD}>`, subject: `Revert ${SUBJECT}\x1b[2J\nnew commit: deadbeef`, undid: sha('c'), how: 'git revert', url: `${COMMIT_PAGE}${sha('b')}` },
+        { kind: 'verified', at: '2026-11-10T10:30:00Z', commit: sha('d'), evidence: MESSAGE, where: `notes ${PAYLOAD}`, url: null },
+        {
+          kind: 'revert', at: '2026-11-10T09:40:00Z', commit: sha('c'), landedAs: sha('c'), via: 'commit', request: null, subject: SUBJECT, strategy: 'revert', verdict: 'failed', class: 'promotion',
+          reverts: [BAD], restores: GOOD, lastKnownGoodVerified: true, evidence: [MESSAGE], details: [MESSAGE], reason: `by hand: ${PAYLOAD}`, url: `${COMMIT_PAGE}${sha('c')}`, holds,
+        },
+      ],
+    }],
+  };
+}
+
+test('log --markdown: subjects, authors, reasons and evidence from the history stay code', (t) => {
+  const page = formatLogMarkdown(hostileLog());
+  // lastgood's own links: the commit pages, and the repository the config names
+  const html = assertInert(t, page, { ownLinks: (href) => href.startsWith(COMMIT_PAGE) || href === 'https://github.com/acme/gitops' });
+  // the table keeps its three rows of four cells
+  const rows = /<tbody>([\s\S]*?)<\/tbody>/.exec(html)?.[1]?.match(/<tr>[\s\S]*?<\/tr>/g) ?? [];
+  t.is(rows.length, 3);
+  for (const row of rows) t.is(row.split('<td').length - 1, 4, row);
+});
+
+test('log (text): a subject with an escape sequence and a line break prints escaped, on its line', (t) => {
+  const out = formatLogText(hostileLog(), { color: false });
+  t.false(out.includes('\x1b'), 'no escape sequence');
+  t.false(out.split('\n').some((l) => /^\s*new commit: /.test(l)), `no forged line:\n${out}`);
+  t.true(out.includes('\\x1b[2J\\nnew commit: deadbeef'), out);
+});
+
+test('Slack: outside text makes no link, mention or channel ping', (t) => {
+  const outcome = { name: TARGET, verdict: 'failed', class: 'promotion', summary: '', action: 'alert', reason: `revert failed: <!channel> <@U123> <https://evil.example|click> ${PAYLOAD}`, bad: [], evidence: [] } as unknown as TargetOutcome;
+  const { text } = slackMessage(outcome, 'revert-failed');
+  // Slack makes links, mentions and pings only of <…> (api.slack.com/reference/surfaces/formatting#escaping): none is left from the text
+  t.false(/<[^>]*>/.test(text.split('\n').slice(1).join('\n')), text);
+  t.true(text.includes('&lt;!channel&gt;'));
 });
 
 // ---- the terminal ------------------------------------------------------------------------------

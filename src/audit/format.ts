@@ -1,4 +1,5 @@
 import { redact } from '../scrub.ts';
+import { codeSpan, PORTABLE_MARKDOWN, terminalText } from '../revert/markup.ts';
 import type { AuditLog, AuditWindow, Entry, Holds, RequestEntry, RevertEntry, TargetLog } from './schema.ts';
 
 /**
@@ -38,17 +39,18 @@ function verdictPhrase(e: { class: string | null } & Partial<Pick<RevertEntry, '
   return e.class ? `failed (${e.class})` : (e.verdict ?? 'failed');
 }
 
-export function holdsPhrase(h: Holds): string {
+/** `quote`: how outside text (an author, a subject) is written where the phrase lands (code in Markdown) */
+export function holdsPhrase(h: Holds, quote: (text: string) => string = (text) => text): string {
   const by = (c: string | null) => (c ? short(c) : '?');
   switch (h.state) {
     case 'holds':
       return 'holds';
     case 'undone':
-      return `undone by ${by(h.commit)} (${h.author}, ${when(h.at!)})`;
+      return `undone by ${by(h.commit)} (${quote(h.author ?? '?')}, ${when(h.at!)})`;
     case 'superseded':
       return `superseded by lastgood's revert ${by(h.commit)} (${when(h.at!)})`;
     case 'released-since':
-      return `changed since by ${by(h.commit)} (${h.author}, ${when(h.at!)}): ${h.subject}`;
+      return `changed since by ${by(h.commit)} (${quote(h.author ?? '?')}, ${when(h.at!)}): ${quote(h.subject ?? '')}`;
   }
 }
 
@@ -99,7 +101,7 @@ function rowOf(e: Entry): Row {
 
 export function formatLogText(log: AuditLog, opts: { color?: boolean } = {}): string {
   const paint = (c: Color, s: string) => (opts.color ? `\x1b[${SGR[c]}m${s}\x1b[0m` : s);
-  const lines = [windowLine(log.window, log), ...log.notes.map((n) => `note: ${n}`)];
+  const lines = [windowLine(log.window, log), ...log.notes.map((n) => `note: ${terminalText(n)}`)];
   for (const t of log.targets) {
     lines.push('', `${t.name} (${t.paths.join(', ')}): ${counts(t)}`);
     const rows = t.entries.map(rowOf);
@@ -107,16 +109,22 @@ export function formatLogText(log: AuditLog, opts: { color?: boolean } = {}): st
     const refWidth = Math.max(0, ...rows.map((r) => r.ref.length));
     for (const r of rows) {
       const head = `  ${when(r.at)}  ${paint(r.kindColor, r.kind.padEnd(kindWidth))}  ${r.ref.padEnd(refWidth)}  `;
-      lines.push(head + r.text.map((p) => (typeof p === 'string' ? p : paint(p[0], p[1]))).join(''));
+      // outside text (subjects, authors, evidence) with its control characters written out: no escape sequence or forged line reaches the terminal
+      lines.push(head + r.text.map((p) => (typeof p === 'string' ? terminalText(p) : paint(p[0], terminalText(p[1])))).join(''));
       const indent = ' '.repeat(2 + when(r.at).length + 2 + kindWidth + 2 + refWidth + 2);
-      for (const m of r.more) lines.push(indent + m);
+      for (const m of r.more) lines.push(indent + terminalText(m));
     }
   }
   return redact(lines.join('\n')) + '\n';
 }
 
 const cell = (s: string) => s.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|');
-const code = (s: string) => `\`${s}\``;
+/**
+ * Outside text (a commit's subject and author, a person's reason, evidence, branch names) as code
+ * in a table cell: no link, mention, image or HTML from it (revert/markup.ts). The page is pasted
+ * anywhere, so the dialect is the portable one; `cell` finds no pipe left in it.
+ */
+const code = (s: string) => codeSpan(s, PORTABLE_MARKDOWN);
 
 export function formatLogMarkdown(log: AuditLog): string {
   const link = (sha: string, url: string | null) => (url ? `[${code(short(sha))}](${url})` : code(short(sha)));
@@ -134,7 +142,7 @@ export function formatLogMarkdown(log: AuditLog): string {
         case 'revert':
           what = e.strategy === 'restore' ? 'restore' : 'revert';
           ref = link(e.commit, e.url);
-          details = `${verdictPhrase(e)}: reverts ${e.reverts.map((s) => code(short(s))).join(', ')}${e.restores ? `, back to ${code(short(e.restores))}${e.lastKnownGoodVerified ? ' (verified)' : e.lastKnownGoodVerified === false ? ' (unverified)' : ''}` : ''}${e.request ? `, via [${e.request.noun} #${e.request.number}](${e.request.url})` : ''}. **${holdsPhrase(e.holds)}**${e.evidence.length ? `<br>${e.evidence.map((x) => code(x)).join('<br>')}` : ''}${e.reason ? `<br>reason: ${e.reason}` : ''}`;
+          details = `${verdictPhrase(e)}: reverts ${e.reverts.map((s) => code(short(s))).join(', ')}${e.restores ? `, back to ${code(short(e.restores))}${e.lastKnownGoodVerified ? ' (verified)' : e.lastKnownGoodVerified === false ? ' (unverified)' : ''}` : ''}${e.request ? `, via [${e.request.noun} #${e.request.number}](${e.request.url})` : ''}. **${holdsPhrase(e.holds, code)}**${e.evidence.length ? `<br>${e.evidence.map((x) => code(x)).join('<br>')}` : ''}${e.reason ? `<br>reason: ${code(e.reason)}` : ''}`;
           break;
         case 'request':
           what = e.noun;
@@ -144,12 +152,12 @@ export function formatLogMarkdown(log: AuditLog): string {
         case 'verified':
           what = 'verified';
           ref = link(e.commit, e.url);
-          details = `observed healthy (${e.where}): ${e.evidence}`;
+          details = `observed healthy (${code(e.where)}): ${code(e.evidence)}`;
           break;
         case 'person-revert':
           what = "person's revert";
           ref = link(e.commit, e.url);
-          details = `${e.author} undid lastgood's revert ${code(short(e.undid))}: ${e.subject}`;
+          details = `${code(e.author)} undid lastgood's revert ${code(short(e.undid))}: ${code(e.subject)}`;
           break;
       }
       out.push(`| ${when(e.at).replace('T', ' ').replace('Z', '')} | ${what} | ${ref} | ${cell(details)} |`);
