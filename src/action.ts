@@ -188,7 +188,7 @@ interface RunContext {
   eventObserved: Observed[];
   log: Logger;
   commitUrl?: (sha: string) => string;
-  /** metric checks (README "Metric checks"): each measurement taken once, when due, over the whole run */
+  /** metric checks (docs/metrics.md): each measurement taken once, when due, over the whole run */
   analyse(observed: Observed[], now: Date): Promise<Map<string, AnalysisResult>>;
 }
 

@@ -53,7 +53,7 @@ function clusterOptions(command: Command): Command {
     .option('--context <name>', 'the kubeconfig context to use (default: its current-context)');
 }
 
-/** Metric checks due by `now` (README "Metric checks"): templates and ReplicaSets are read from the cluster unless the objects come from snapshots. */
+/** Metric checks due by `now` (docs/metrics.md): templates and ReplicaSets are read from the cluster unless the objects come from snapshots. */
 async function analyseFor(config: Config, configFile: string, observed: Observed[], now: Date, target: string | undefined, snapshots: string[] | undefined, cluster: ClusterFlags = {}) {
   const { analyse } = await engine();
   const read = snapshots && snapshots.length > 0 ? undefined : (await import('./observe/kube.ts')).clusterReader(cluster.kubeconfig, cluster.context);

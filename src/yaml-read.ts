@@ -11,7 +11,7 @@ import { InputError } from './errors.ts';
  * expanded, counted over the shared graph without expanding it.
  */
 
-/** The bounds, stated in the README's "Bounds" (docs/security.md). */
+/** The bounds, stated in docs/security.md ("Bounds on what is read"). */
 export const YAML_BOUNDS = {
   /** one file: a kustomization, a values file or a manifest larger than this is refused */
   maxBytes: 8 << 20,

@@ -1,14 +1,13 @@
 import test from 'ava';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { runAction } from './support/action.ts';
-import { ROOT } from './support/cli.ts';
+import { docsPage } from './support/docs.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 
 /**
  * A person's revert through the Action (inputs target, bad, to, reason), run as the runner runs
- * it, from the README's workflow_dispatch example: the step's `with:` is read from the README and
+ * it, from docs/action.md's workflow_dispatch example: the step's `with:` is read from that page and
  * its `${{ inputs.x }}` filled from the dispatch's inputs, as the runner does.
  */
 
@@ -20,10 +19,10 @@ interface Steps {
   on: { workflow_dispatch: { inputs: Record<string, { required: boolean }> } };
 }
 
-/** The README's "Example 3" workflow. */
+/** The "Example 3" workflow of docs/action.md (the GitHub Action's page). */
 function readmeWorkflow(): Steps {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Example 3: a revert by hand'));
+  const readme = docsPage('action');
+  const section = readme.slice(readme.indexOf('## Example 3: a revert by hand'));
   return parseYaml(/```yaml\n([\s\S]*?)```/.exec(section)![1]!) as Steps;
 }
 
@@ -52,7 +51,7 @@ function scenario() {
 
 const dispatchEvent = (workspace: string, inputs: Record<string, string>) => writeFile(workspace, '.runner/event.json', JSON.stringify({ inputs, ref: 'refs/heads/main', repository: { full_name: 'acme/gitops' } }));
 
-test("the README's workflow_dispatch example reverts the named commit: no automatic guard holds a person's revert", async (t) => {
+test("docs/action.md's workflow_dispatch example reverts the named commit: no automatic guard holds a person's revert", async (t) => {
   const s = scenario();
   const dispatch = { target: 'podinfo-prod', bad: s.c3, reason: 'INC-1234 podinfo 6.1.0 leaks memory' };
   const r = await runAction({ workspace: s.workspace, token: TOKEN, with: withInputs(dispatch), eventName: 'workflow_dispatch', eventPath: dispatchEvent(s.workspace, dispatch) });

@@ -11,6 +11,7 @@ import { forgeScenario, P, TARGET, values } from './support/forge-scenario.ts';
 import { closeModelRequest, mergeModelRequest } from './support/forge-emulator.ts';
 import { HOSTS } from './support/hosts-under-test.ts';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
+import { docsPage } from './support/docs.ts';
 import { addAndCommit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
@@ -436,11 +437,10 @@ test('log: bad usage exits 2 and names the problem; the published schema is the 
   t.deepEqual(JSON.parse(readFileSync(path.join(ROOT, 'templates/log.schema.json'), 'utf8')), logJsonSchema(), 'templates/log.schema.json is stale: lastgood schema --log > templates/log.schema.json');
 });
 
-/** The README's "Auditing" example, run as written in a copy of the clone: it prints what the README shows (SHAs, times and the clone's path aside). */
-test("the README's Auditing example runs as written and prints what it shows", (t) => {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Auditing\n');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+/** The example of docs/auditing.md, run as written in a copy of the clone: it prints what the page shows (SHAs, times and the clone's path aside). */
+test("docs/auditing.md's example runs as written and prints what it shows", (t) => {
+  // the "Auditing" page: the README's section it was
+  const section = docsPage('auditing');
   const blocks = [...section.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
   const commands = blocks.find((b) => b.lang === 'sh')!.body.split('\n').filter(Boolean);
   const shown = blocks.find((b) => b.lang === '')!.body;

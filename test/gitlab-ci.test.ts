@@ -5,13 +5,14 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import yaml from 'js-yaml';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
+import { docsPage } from './support/docs.ts';
 import { forgeScenario, TOKEN } from './support/forge-scenario.ts';
 import { git, writeFile } from './support/git.ts';
 import { HOSTS } from './support/hosts-under-test.ts';
 
 /**
  * lastgood as a GitLab CI/CD job (issue 23): the job of templates/gitlab-ci/lastgood.gitlab-ci.yml,
- * which the README shows, run as GitLab's runner runs it — its script through a shell, with the
+ * which docs/hosts.md shows, run as GitLab's runner runs it — its script through a shell, with the
  * variables GitLab sets for a pipeline started by a trigger webhook (CI_PIPELINE_SOURCE=trigger,
  * TRIGGER_PAYLOAD = the file holding the posted body, CI_JOB_TOKEN) — against the GitLab emulator.
  */
@@ -32,10 +33,10 @@ const fluxEvent = (revision: string, at = '2026-11-01T12:00:00Z') => JSON.string
   reportingInstance: 'kustomize-controller-7b5d9c8f4d-x2kqv',
 });
 
-test('the README\'s GitLab CI job is the template, and the template is a job GitLab runs on a trigger', (t) => {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+test('the GitLab CI job docs/hosts.md shows is the template, and the template is a job GitLab runs on a trigger', (t) => {
+  const readme = docsPage('hosts');
   const template = readFileSync(TEMPLATE, 'utf8');
-  t.true(readme.includes(template.trim()), 'README shows templates/gitlab-ci/lastgood.gitlab-ci.yml as it is');
+  t.true(readme.includes(template.trim()), 'docs/hosts.md shows templates/gitlab-ci/lastgood.gitlab-ci.yml as it is');
   const job = (yaml.load(template) as { lastgood: { rules: Array<{ if: string }>; script: string[] } }).lastgood;
   t.regex(job.rules[0]!.if, /\$CI_PIPELINE_SOURCE == "trigger"/);
   t.true(job.script.some((line) => line.includes('--event "$TRIGGER_PAYLOAD"')));

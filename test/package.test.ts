@@ -7,6 +7,7 @@ import { BUNDLE_OPTIONS, ENGINES, NODE_FLOOR } from '../scripts/build-cli.ts';
 import { OMIT, publishedManifest } from '../scripts/publish-manifest.ts';
 import { VERSION } from '../src/version.ts';
 import { ROOT } from './support/cli.ts';
+import { docsPage, docsPages } from './support/docs.ts';
 import { cluster, configText, failCanary, gitopsRepo, until, type GitopsRepo } from './support/controller-scenario.ts';
 import { git, tempDir } from './support/git.ts';
 import type { KubeEmulator } from './support/kube-emulator.ts';
@@ -65,9 +66,11 @@ test.before(() => {
 
 test('the tarball holds what a user needs and nothing else', (t) => {
   const files = packed.files.map((f) => f.path).sort();
-  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|templates\/demo\/[a-z-]+\.yaml|README\.md|LICENSE|Dockerfile|package\.json)$/.test(f));
+  const outside = files.filter((f) => !/^(bin\/lastgood\.js|dist\/cli\/[^/]+\.(js|json|txt)|templates\/install\/[a-z-]+\.yaml|templates\/monitoring\/[a-z-]+\.(yaml|json)|templates\/(lastgood|log)\.schema\.json|templates\/(commit-message|pull-request)\.md|templates\/demo\/[a-z-]+\.yaml|README\.md|docs\/[a-z-]+\.md|LICENSE|Dockerfile|package\.json)$/.test(f));
   t.deepEqual(outside, []);
   for (const f of ['bin/lastgood.js', 'dist/cli/cli.js', 'dist/cli/THIRD-PARTY-LICENSES.txt', 'templates/lastgood.schema.json', 'templates/install/deployment.yaml', 'README.md', 'LICENSE']) t.true(files.includes(f), f);
+  // the pages the README links
+  for (const page of docsPages()) t.true(files.includes(page), page);
   t.false(files.some((f) => /^(src|test|\.ci|bench|demo|fixtures|scripts)\/|action\.yml|dist\/action/.test(f)));
   // the controller image is built from what a user has: the package ships its Dockerfile
   t.true(files.includes('Dockerfile'));
@@ -275,10 +278,10 @@ test('on a Node "engines" does not admit, the installed CLI says so in one sente
   t.log(`${below.node} (${below.version}): refused`);
 });
 
-test("the README's $schema line names the schema the installed package carries, the one `lastgood schema` prints", (t) => {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+test("the $schema line of docs/config.md names the schema the installed package carries, the one `lastgood schema` prints", (t) => {
+  const readme = docsPage('config');
   const line = /^# yaml-language-server: \$schema=(\S+)$/m.exec(readme);
-  t.truthy(line, 'the README shows a $schema line');
+  t.truthy(line, 'docs/config.md shows a $schema line');
   const file = path.join(app, line![1]!);
   t.true(existsSync(file), `${line![1]} resolves in a project that installed lastgood`);
   const printed = spawnSync(process.execPath, [path.join(app, 'node_modules/lastgood/bin/lastgood.js'), 'schema'], { encoding: 'utf8' });

@@ -1,27 +1,26 @@
 import test from 'ava';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { ROOT } from './support/cli.ts';
+import { parseConfig } from '../src/config/load.ts';
+import { BIN, ROOT } from './support/cli.ts';
+import { docsPages, fences, section as sectionOf } from './support/docs.ts';
 import { tempDir } from './support/git.ts';
 import { npxShim } from './support/npx-shim.ts';
 
-/** The README is true: its worked example runs as written and prints what it shows; its links resolve. */
+/**
+ * The README and the pages under docs/ are true: the worked example runs as written and prints what
+ * it shows; their links resolve; the lastgood commands of their shell blocks name commands and
+ * options the CLI has; the whole configs they show are configs lastgood accepts.
+ */
 
 const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+/** README.md and every docs/*.md page, by their path in the repository. */
+const DOCS: Array<[file: string, text: string]> = [['README.md', README], ...docsPages().map((f): [string, string] => [f, readFileSync(path.join(ROOT, f), 'utf8')])];
 
-/** The fenced blocks of a section (from its heading to the next heading of the same level). */
+/** The fenced blocks of a README section (from its heading to the next heading of the same level). */
 function section(heading: string): string {
-  const start = README.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`README has no "${heading}"`);
-  const level = /^#+/.exec(heading)![0];
-  const rest = README.slice(start + heading.length + 2);
-  const end = rest.search(new RegExp(`^${level} `, 'm'));
-  return end < 0 ? rest : rest.slice(0, end);
-}
-
-function fences(text: string): Array<{ lang: string; body: string }> {
-  return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  return sectionOf(README, heading);
 }
 
 /** A copy of the clone's layout a user runs the example in (so it does not race the demo test over .demo/). */
@@ -87,19 +86,109 @@ function anchors(markdown: string): Set<string> {
   return out;
 }
 
-test('every link in the README resolves: anchors to its headings, paths to files of the repository', (t) => {
-  const targets = new Set(anchors(README));
-  const text = README.replace(/^```[\s\S]*?^```$/gm, '').replace(/`[^`\n]*`/g, '');
-  const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
-  t.true(links.length > 5);
-  for (const link of links) {
-    if (/^[a-z]+:\/\//i.test(link)) continue;
-    if (link.startsWith('#')) t.true(targets.has(link.slice(1)), `${link}: no such heading`);
-    else t.true(existsSync(path.join(ROOT, link.split('#')[0]!)), `${link}: no such file`);
+/** Markdown with its fenced blocks and code spans left out: what can hold a link. */
+function prose(markdown: string): string {
+  return markdown.replace(/^```[\s\S]*?^```$/gm, '').replace(/`[^`\n]*`/g, '');
+}
+
+test('every link in the README and the docs/ pages resolves: anchors to headings of the page they name, paths to files of the repository', (t) => {
+  const headings = new Map(DOCS.map(([file, text]) => [file, anchors(text)]));
+  t.true(DOCS.length > 5, 'the README and its docs/ pages');
+  for (const [file, markdown] of DOCS) {
+    const links = [...prose(markdown).matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+    if (file === 'README.md') t.true(links.length > 5);
+    else t.true(links.some((l) => l.split('#')[0] === '../README.md'), `${file} links back to the README`);
+    for (const link of links) {
+      if (/^[a-z]+:\/\//i.test(link)) continue;
+      const [target, anchor] = link.split('#') as [string, string | undefined];
+      // a path is relative to the folder of the page it is in; "#anchor" is the page itself
+      const to = target ? path.posix.normalize(path.posix.join(path.posix.dirname(file), target)) : file;
+      if (!existsSync(path.join(ROOT, to))) {
+        t.fail(`${file}: ${link}: no such file`);
+        continue;
+      }
+      if (anchor === undefined) continue;
+      const there = headings.get(to) ?? (to.endsWith('.md') ? anchors(readFileSync(path.join(ROOT, to), 'utf8')) : new Set<string>());
+      t.true(there.has(anchor), `${file}: ${link}: no such heading in ${to}`);
+    }
   }
+  // every page under docs/ is reachable from the README
+  const fromReadme = new Set([...prose(README).matchAll(/\]\((docs\/[^)#\s]+)(#[^)\s]*)?\)/g)].map((m) => m[1]!));
+  for (const page of docsPages()) t.true(fromReadme.has(page), `${page} is linked from the README`);
   // names of files the README mentions as this repository's
   for (const file of ['LICENSE', 'Dockerfile', 'action.yml', 'templates/lastgood.schema.json', 'templates/demo/cluster.yaml', 'templates/demo/lastgood.yaml']) t.true(existsSync(path.join(ROOT, file)), file);
-  t.false(/DESIGN\.md|docs\/action\.md/.test(README + readFileSync(path.join(ROOT, 'action.yml'), 'utf8')), 'no link to a file the repository does not have');
+  const action = readFileSync(path.join(ROOT, 'action.yml'), 'utf8');
+  const all = DOCS.map(([, text]) => text).join('\n') + action;
+  t.false(/DESIGN\.md/.test(all), 'no link to a file the repository does not have');
+  // a docs/ page that the README, a page or action.yml names by its path exists
+  for (const [, page] of all.matchAll(/\bdocs\/([\w-]+\.md)\b/g)) t.true(existsSync(path.join(ROOT, 'docs', page!)), `docs/${page} is named but does not exist`);
+});
+
+interface Command {
+  file: string;
+  line: string;
+  /** the command ("" for the program itself: `lastgood --version`) */
+  sub: string;
+  options: string[];
+}
+
+/**
+ * The lastgood commands of the shell blocks of the README and the docs/ pages (`lastgood …`,
+ * `npx lastgood …`, `node …/bin/lastgood.js …`): lines ending in `\` joined, trailing comments
+ * dropped, each line cut at the shell's separators (pipes, `&&`, `;`, `&`, substitutions).
+ */
+function lastgoodCommands(): Command[] {
+  const out: Command[] = [];
+  for (const [file, text] of DOCS) {
+    for (const block of fences(text).filter((b) => b.lang === 'sh')) {
+      const lines = block.body.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.replace(/(^|\s)#.*$/, '').trim()).filter(Boolean);
+      for (const line of lines) {
+        for (const piece of line.split(/\|\||&&|[|;&]|\$\(|<\(|\)/)) {
+          const m = /^\s*(?:npx\s+)?lastgood(?:\s+(.*))?$/.exec(piece) ?? /(?:^|\s)node\s+\S*bin\/lastgood\.js(?:\s+(.*))?$/.exec(piece);
+          if (!m) continue;
+          const words = (m[1] ?? '').split(/\s+/).filter(Boolean);
+          const sub = words[0] && !words[0].startsWith('-') ? words[0] : '';
+          out.push({ file, line, sub, options: words.filter((w) => /^--[a-z]/.test(w)).map((w) => w.replace(/=.*$/, '')) });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+test("every lastgood command in the shell blocks of the README and the docs/ pages is a command the CLI has, with options it takes", (t) => {
+  const commands = lastgoodCommands();
+  t.true(commands.length >= 8, `the shell blocks hold lastgood commands (${commands.length} found)`);
+  t.true(commands.some((c) => c.file !== 'README.md'), 'the docs/ pages too');
+  const help = new Map<string, string>();
+  for (const { file, line, sub, options } of commands) {
+    if (!help.has(sub)) {
+      const r = spawnSync(process.execPath, [BIN, ...(sub ? [sub] : []), '--help'], { cwd: ROOT, encoding: 'utf8' });
+      t.is(r.status, 0, r.stderr);
+      // for a command it does not know, commander prints the program's own help
+      help.set(sub, r.stdout.startsWith(sub ? `Usage: lastgood ${sub} ` : 'Usage: lastgood [options]') ? r.stdout : '');
+    }
+    const text = help.get(sub)!;
+    if (!text) {
+      t.fail(`${file}: \`${line}\`: lastgood has no command "${sub}"`);
+      continue;
+    }
+    for (const option of options) t.regex(text, new RegExp(`(^|[\\s,])${option}(?=[\\s,=<[]|$)`, 'm'), `${file}: \`${line}\`: lastgood ${sub} takes no ${option}`);
+  }
+  t.log(`${commands.length} lastgood commands checked against the --help of ${help.size} commands`);
+});
+
+test('every whole lastgood.yaml the README and the docs/ pages show (a yaml block with top-level repo: and targets:) is a config lastgood accepts', (t) => {
+  let whole = 0;
+  for (const [file, text] of DOCS) {
+    for (const [i, block] of fences(text).filter((b) => b.lang === 'yaml').entries()) {
+      // a part of a config, or another tool's file
+      if (!/^repo:/m.test(block.body) || !/^targets:/m.test(block.body)) continue;
+      whole++;
+      t.notThrows(() => parseConfig(block.body, `${file} (yaml block ${i + 1})`), `${file}: yaml block ${i + 1}`);
+    }
+  }
+  t.true(whole >= 2, `the docs show whole configs (${whole} found)`);
 });
 
 test('LICENSE is the licence package.json names', (t) => {

@@ -4,6 +4,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { VERSION } from '../src/version.ts';
 import { lastgood, ROOT } from './support/cli.ts';
+import { docsPage } from './support/docs.ts';
 import { tempDir } from './support/git.ts';
 
 /**
@@ -129,7 +130,7 @@ test('the Dockerfile copies kustomize v5 into the image from the official image,
   t.regex(from!, /^registry\.k8s\.io\/kustomize\/kustomize:v5\.\d+\.\d+@sha256:[0-9a-f]{64}$/, 'the official image, a v5 tag, pinned by digest');
   t.is(source, '/app/kustomize', 'where the official image keeps the binary');
   t.is(dest, '/usr/local/bin/kustomize', 'on node:24-slim\'s PATH, where detectRenderer looks first');
-  // the version the README says the image carries
+  // the version docs/controller.md says the image carries
   const tag = /:(v[\d.]+)@/.exec(from!)![1]!;
-  t.true(readFileSync(path.join(ROOT, 'README.md'), 'utf8').includes(`kustomize ${tag}`), `the README names ${tag}`);
+  t.true(docsPage('controller').includes(`kustomize ${tag}`), `docs/controller.md names ${tag}`);
 });

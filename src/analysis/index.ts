@@ -207,7 +207,7 @@ export function analysisObjects(target: ResolvedTarget): ObjectRefLike[] {
   if (a.canary) {
     const canaryNs = a.canary.namespace ?? ns;
     refs.push({ apiVersion: 'flagger.app/v1beta1', kind: 'Canary', ...(canaryNs ? { namespace: canaryNs } : {}), name: a.canary.name });
-    // the Canary names its MetricTemplates: those in its own namespace are known to be read (others: README "Metric checks")
+    // the Canary names its MetricTemplates: those in its own namespace are known to be read (others: docs/metrics.md)
     refs.push({ apiVersion: 'flagger.app/v1beta1', kind: 'MetricTemplate', ...(canaryNs ? { namespace: canaryNs } : {}), name: '*' });
   }
   return refs;

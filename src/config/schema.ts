@@ -206,7 +206,7 @@ export const Target = z
     freezeUntil: TargetSettings.freezeUntil.optional(),
     blastRadius: BlastRadius.optional(),
     allowRevertDuring: RevertHazards.optional(),
-    analysis: TargetAnalysis.optional().describe('metric checks run after each rollout of the target\'s workload (README "Metric checks")'),
+    analysis: TargetAnalysis.optional().describe('metric checks run after each rollout of the target\'s workload (docs/metrics.md)'),
   })
   .strict();
 

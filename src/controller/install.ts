@@ -118,7 +118,7 @@ export async function installManifests(opts: InstallOptions): Promise<InstallOut
     byGroup.get(g)!.add(pluralOf(r.kind));
   }
   const rules: Array<Record<string, unknown>> = [...byGroup].sort(([a], [b]) => a.localeCompare(b)).map(([group, plurals]) => ({ apiGroups: [group], resources: [...plurals].sort(), verbs: ['get', 'list', 'watch'] }));
-  // metric checks read by name what they need (README "Metric checks"): get only
+  // metric checks read by name what they need (docs/metrics.md): get only
   const reads = config.targets.flatMap((t) => {
     const resolved = resolveTarget(config, t);
     return [...analysisObjects(resolved).slice(1), ...rolloutKinds(resolved)];

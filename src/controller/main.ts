@@ -3,7 +3,7 @@
  * through the usual kubeconfig rules (in-cluster service account, KUBECONFIG), runs until SIGTERM
  * or SIGINT, then stops gracefully (controller.ts) and exits 0.
  *
- * Test-only hook (documented in the README's Development section): LASTGOOD_TEST_HANG_AFTER_DELIVER=1
+ * Test-only hook (documented in docs/development.md): LASTGOOD_TEST_HANG_AFTER_DELIVER=1
  * makes the process stop dead right after the engine delivered a revert, before the controller
  * records anything of it, and say so on stderr ("test hook: hanging after delivery"), so that a
  * test can SIGKILL it at exactly that moment and restart it.

@@ -42,7 +42,7 @@ export interface ControllerMetrics {
   recorded(): void;
 }
 
-/** The metric names, for the README, the dashboard and the alert rules (test/monitoring.test.ts checks them against a scrape). */
+/** The metric names, for docs/monitoring.md, the dashboard and the alert rules (test/monitoring.test.ts checks them against a scrape). */
 export const METRIC_NAMES = [
   'lastgood_targets', 'lastgood_target_verdict', 'lastgood_target_reverted', 'lastgood_decisions_total', 'lastgood_reverts_total',
   'lastgood_failure_to_revert_seconds', 'lastgood_watch_restarts_total', 'lastgood_remote_errors_total',

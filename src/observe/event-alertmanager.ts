@@ -60,7 +60,7 @@ export function alertNamespace(labels: Record<string, string>): string | undefin
 }
 
 /**
- * The matching rule (README.md "GitHub Action"): an alert is about target resource R when
+ * The matching rule (docs/action.md, "Flagger and Alertmanager: a relay"): an alert is about target resource R when
  * - it names R: a label called after R's kind in lower case equals R's name
  *   (`deployment="podinfo"`, `canary=…`, `kustomization=…`, `helmrelease=…`, `rollout=…`,
  *   `application=…`), or `name` equals R's name and there is no `kind` label or it equals R's kind; and

@@ -1,6 +1,6 @@
 /**
  * An Argo CD notification sent as a `repository_dispatch` by a webhook template in
- * argocd-notifications-cm (README.md "GitHub Action" gives the template). Argo CD has no GitHub dispatch
+ * argocd-notifications-cm (docs/action.md, "Argo CD notifications", gives the template). Argo CD has no GitHub dispatch
  * service of its own: the webhook service posts whatever body the template renders, so lastgood
  * defines the `client_payload` and reads it here:
  *

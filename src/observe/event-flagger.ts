@@ -7,7 +7,7 @@
  *     "metadata": { "eventMessage", "eventType": "Normal"|"Warning", "timestamp": "<unix ms>" } }
  *
  * Flagger cannot call the GitHub API itself (no auth headers), so a small relay forwards the body
- * as the `client_payload` of a `repository_dispatch` (README.md "GitHub Action"). Newer Flagger versions
+ * as the `client_payload` of a `repository_dispatch` (docs/action.md, "Flagger and Alertmanager: a relay"). Newer Flagger versions
  * may add canaryWeight/failedChecks/iterations (top level, or as strings in metadata): read
  * where present, because a Failed canary at full weight is a promotion failure.
  *

@@ -81,7 +81,7 @@ function evidenceRow(e: Evidence): string {
   return `${objectRef(e)} ${x(e.state)} (${x(e.reason)})${e.since ? ` since ${x(e.since)}` : ''}${messageText(e.message, 160)}`;
 }
 
-/** A metric check's query, condition, latest value and time, and what comes next (README "Metric checks"). */
+/** A metric check's query, condition, latest value and time, and what comes next (docs/metrics.md). */
 function analysisRows(e: Evidence): string[] {
   const a = e.analysis;
   if (!a) return [];

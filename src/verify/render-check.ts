@@ -112,7 +112,7 @@ export async function renderCheck(input: RenderCheckInput): Promise<RenderCheck>
   const renders = await renderRevisions({ ...input, renderer: input.renderer, specs: { head: models.head.render, after: models.after.render, lastKnownGood: models.lastKnownGood.render } });
   const { head, after, lastKnownGood: lkg } = renders;
   const stopped = [head, after, lkg].find((r): r is { failed: string; limit: true } => 'failed' in r && r.limit === true);
-  if (stopped) return { skipped: `not rendered: limit: ${stopped.failed} (a bound of lastgood's, README "Bounds"); the model's verdict stands` };
+  if (stopped) return { skipped: `not rendered: limit: ${stopped.failed} (a bound of lastgood's, docs/security.md); the model's verdict stands` };
   if ('failed' in head) return { skipped: `the render check was not possible: the build fails at the head: ${head.failed}` };
   if ('failed' in lkg) return { skipped: `the render check was not possible: the build fails at the last-known-good: ${lkg.failed}` };
   if ('failed' in after) return { refused: `after the revert the build would fail where it builds at the head and at the last-known-good: ${after.failed}` };

@@ -58,7 +58,7 @@ export type RenderResult =
   | { failed: string; limit?: true };
 
 /**
- * The bounds of one kustomize run (README "Bounds"): beyond them it is stopped and the render
+ * The bounds of one kustomize run (docs/security.md, "Bounds on what is read"): beyond them it is stopped and the render
  * check says "not rendered: limit" (issue 35: a resource file that expands took more than 2 GB).
  * Memory is the child's resident set (Linux); a cut render takes tens of MB, a whole build of
  * thousands of applications about 150 MB.
