@@ -1,12 +1,18 @@
-/** The change a revert writes: its files (revert, restore, freeze edits) and its message. */
+/**
+ * The change a revert writes: its files (revert, restore, freeze edits), then its texts. The files
+ * are planned first (`plan`); the texts are made once, from the plan as verified and rendered
+ * (`withTexts`): the commit message and, for a pull request, its title and body, each built once
+ * by revert/message.ts from one value (`messageInput`).
+ */
 import { RevertImpossible } from '../errors.ts';
 import { revertInput, type Located } from '../history/locate.ts';
 import type { Change, FileChange, Person } from '../repo/types.ts';
-import { commitMessage } from '../revert/message.ts';
+import { commitMessage, pullRequestText } from '../revert/message.ts';
 import { planRestore } from '../revert/restore.ts';
 import { planRevert } from '../revert/threeway.ts';
 import { planFreeze } from '../revert/freeze.ts';
 import type { TargetOutcome, RevertOptions } from './types.ts';
+import { commitLinks } from './effects.ts';
 
 export function messageInput(opts: RevertOptions, located: Located, planned?: Planned, checked?: TargetOutcome['checked']) {
   return {
@@ -76,19 +82,36 @@ async function planFiles(opts: RevertOptions, head: string, located: Located): P
   return planned;
 }
 
-export async function plan(opts: RevertOptions, head: string, located: Located): Promise<{ change: Change; planned: Planned }> {
+/** A change whose files are planned, before its texts are made. */
+export type DraftChange = Omit<Change, 'message' | 'pullRequest'>;
+
+export async function plan(opts: RevertOptions, head: string, located: Located): Promise<{ draft: DraftChange; planned: Planned }> {
   const planned = await planFiles(opts, head, located);
   const author: Person = { ...opts.config.repo.author, timestamp: Math.floor(opts.now.getTime() / 1000), timezoneOffset: 0 };
-  const change: Change = {
+  const draft: DraftChange = {
     target: opts.target.name,
     branch: opts.config.repo.branch,
     paths: opts.target.paths,
     parent: head,
     files: planned.files,
-    message: commitMessage(messageInput(opts, located, planned)),
     author,
     bad: located.bad.map((c) => c.oid),
     lastKnownGood: located.lastKnownGood,
   };
-  return { change, planned };
+  return { draft, planned };
+}
+
+/**
+ * The change with its texts, made once from what the plan became: `checked`, what verify and the
+ * render check said (absent where the plan was refused before); a pull request's title and body
+ * only for `pull-request` mode.
+ */
+export function withTexts(draft: DraftChange, opts: RevertOptions, located: Located, planned: Planned, checked: TargetOutcome['checked'], texts: { pullRequest: boolean; diffStat?: string }): Change {
+  const input = messageInput(opts, located, planned, checked);
+  const change: Change = { ...draft, message: commitMessage(input) };
+  if (texts.pullRequest) {
+    const pr = pullRequestText({ ...input, diffStat: texts.diffStat ?? '', commitUrl: commitLinks(opts), ...(opts.repo.markdown ? { markdown: opts.repo.markdown } : {}) });
+    change.pullRequest = { ...pr, ...opts.config.pullRequest };
+  }
+  return change;
 }

@@ -8,7 +8,7 @@ import { locate, type Located } from '../history/locate.ts';
 import { lastgoodTarget, revertedBy } from '../history/trailers.ts';
 import type { Change, DeliveryMode, DeliveryResult, RepoBackend } from '../repo/types.ts';
 import { diffChange, diffStat, unifiedDiff } from '../revert/diff.ts';
-import { commitMessage, lkgPhrase, pullRequestText } from '../revert/message.ts';
+import { lkgPhrase } from '../revert/message.ts';
 import { modelTarget, type TargetModeler } from '../model/index.ts';
 import { describeVerification, verifyPlan } from '../verify/model-check.ts';
 import { renderAhead, renderCheck, rendererFor } from '../verify/render-check.ts';
@@ -16,8 +16,8 @@ import type { TargetOutcome, Report, RevertOptions, PersonRevertOptions } from '
 import { baseOutcome } from './outcome.ts';
 import { afterBranchMoved, planReads, type PlanReads } from './branch-moved.ts';
 import { selectTargets } from './check.ts';
-import { commitLinks, hookBefore, notifyOutcomes } from './effects.ts';
-import { messageInput, plan } from './plan.ts';
+import { hookBefore, notifyOutcomes } from './effects.ts';
+import { plan, withTexts } from './plan.ts';
 
 /** `lastgood revert`: a person decided; locate (or take --bad/--to), plan and deliver. */
 export async function revertTarget(opts: RevertOptions): Promise<Report> {
@@ -114,20 +114,26 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
   // the head's and the last-known-good's builds are rendered while the plan is made and checked (the render check finds them by their inputs)
   const [renderer, atHead, atLkg] = await Promise.all([rendering, model.at(head), model.at(located.lastKnownGood)]);
   renderAhead({ reader: repo, renderer, specs: [atHead.render, atLkg.render], ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}) });
-  const { change, planned } = await plan(opts, head, located);
+  const { draft, planned } = await plan(opts, head, located);
+  const mode = opts.mode ?? target.mode;
+  // the texts, made once from what the plan became at whichever end it reaches (refused, or to be written)
+  const texts = (checked: TargetOutcome['checked'], pullRequest = false): Change => {
+    const change = withTexts(draft, opts, located, planned, checked, { pullRequest, ...(outcome.diffStat !== undefined ? { diffStat: outcome.diffStat } : {}) });
+    outcome.message = change.message;
+    return change;
+  };
   if (planned.notes.length) outcome.reason = `${outcome.reason}; ${planned.notes.join('; ')}`;
-  if (change.files.length === 0) {
+  if (draft.files.length === 0) {
     outcome.created = false;
     outcome.reason = planned.strategy === 'restore'
       ? `${outcome.reason}; the target paths already equal the last-known-good ${located.lastKnownGood.slice(0, 12)}: nothing to write`
       : `${outcome.reason}; the bad commits' changes are already undone on ${branch}: nothing to write`;
     return undefined;
   }
-  const diffs = await diffChange(repo, head, change.files);
+  const diffs = await diffChange(repo, head, draft.files);
   outcome.diffStat = diffStat(diffs);
-  outcome.message = change.message;
   const refused = blastRadius({
-    files: change.files,
+    files: draft.files,
     before: await repo.listFiles(head, target.paths),
     paths: target.paths,
     strategy: planned.strategy,
@@ -140,51 +146,44 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
     outcome.action = 'alert';
     outcome.reason = `refused by the blast-radius guard: ${refused.join('; ')}; nothing written (the planned change is shown)`;
     outcome.diff = unifiedDiff(diffs);
+    texts(undefined);
     return undefined;
   }
   // the plan against what the engine builds: it must change it, and restore the last-known-good's values of what failed
-  const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: change.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
+  const verification = await verifyPlan({ modeler: model, head, lastKnownGood: located.lastKnownGood, files: draft.files, paths: target.paths, evidence: opts.verdict.evidence, how: located.how, bad: located.bad, allowEmpty: target.blastRadius.allowEmpty });
   if (verification.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...verification.notes])];
-  if (!verification.refused) {
-    outcome.checked = { summary: describeVerification(verification) };
-    // the commit says what it was checked against
-    change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
-    outcome.message = change.message;
-  }
   if (verification.refused) {
     outcome.action = 'alert';
     outcome.reason = `refused: ${verification.refused}; nothing written (the planned change is shown)`;
     outcome.diff = unifiedDiff(diffs);
+    texts(undefined);
     return undefined;
   }
+  // the commit says what it was checked against
+  outcome.checked = { summary: describeVerification(verification) };
   // where a kustomize exists: render head, after and last-known-good as the engine builds them
   const rendered = await renderCheck({
-    reader: repo, renderer, models: verification.models, files: change.files,
+    reader: repo, renderer, models: verification.models, files: draft.files,
     lastKnownGood: located.lastKnownGood, ...(model.object ? { engineObject: model.object } : {}), ...(repo.cacheDir ? { cacheDir: repo.cacheDir } : {}),
   });
   if ('refused' in rendered) {
     outcome.action = 'alert';
     outcome.reason = `refused: ${rendered.refused} (bad: ${located.bad.map((c) => c.oid.slice(0, 12)).join(', ')}); nothing written (the planned change is shown)`;
     outcome.diff = unifiedDiff(diffs);
-    if (rendered.diff) outcome.checked = { summary: outcome.checked?.summary ?? '', rendered: rendered.diff };
+    texts(outcome.checked);
+    if (rendered.diff) outcome.checked = { summary: outcome.checked.summary, rendered: rendered.diff };
     return undefined;
   }
   if ('skipped' in rendered) {
     outcome.notes = [...new Set([...(outcome.notes ?? []), rendered.skipped])];
     // the request says why there is no rendered diff: a kustomize may well exist and the build fail
-    outcome.checked = { summary: outcome.checked!.summary, notRendered: rendered.skipped.replace(/^the render check was not possible: /, '') };
+    outcome.checked = { summary: outcome.checked.summary, notRendered: rendered.skipped.replace(/^the render check was not possible: /, '') };
   }
   else {
-    outcome.checked = { summary: outcome.checked!.summary, rendered: rendered.diff };
+    outcome.checked = { summary: outcome.checked.summary, rendered: rendered.diff };
     if (rendered.notes.length) outcome.notes = [...new Set([...(outcome.notes ?? []), ...rendered.notes])];
-    change.message = commitMessage(messageInput(opts, located, planned, outcome.checked));
-    outcome.message = change.message;
   }
-  const mode = opts.mode ?? target.mode;
-  if (mode === 'pull-request') {
-    const pr = pullRequestText({ ...messageInput(opts, located, planned, outcome.checked), diffStat: outcome.diffStat, commitUrl: commitLinks(opts), ...(opts.repo.markdown ? { markdown: opts.repo.markdown } : {}) });
-    change.pullRequest = { ...pr, ...opts.config.pullRequest };
-  }
+  const change = texts(outcome.checked, mode === 'pull-request');
   if (opts.dryRun) {
     outcome.diff = unifiedDiff(diffs);
     outcome.reason = `${outcome.reason}; dry run: ${opts.hook ? 'hook not run, ' : ''}nothing written`;
