@@ -383,6 +383,10 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
     if ((await git.count(`${baseSha}..${headSha}`)) === 0) {
       throw unprocessable('Validation Failed', [{ resource: 'PullRequest', code: 'custom', message: `No commits between ${input.base} and ${input.head}` }]);
     }
+    // checked again with no await before the insert: GitHub refuses a second open pull request for a head atomically
+    if (pulls.some((p) => p.state === 'open' && p.head === input.head && p.base === input.base)) {
+      throw unprocessable('Validation Failed', [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${opts.owner}:${input.head}.` }]);
+    }
     const stamp = now();
     const p: EmulatedPull = {
       number: pulls.length + 1, title: input.title, body: input.body, head: input.head, base: input.base, state: 'open', draft: input.draft,

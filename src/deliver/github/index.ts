@@ -731,14 +731,33 @@ class GitHubRepo implements GitHubBackend {
   }
 
   private async openSignedOnce(change: Change, branch: string, plan: CommitPlan, ctx: PullRequestContext, pr: { title: string; body: string; draft: boolean }): Promise<{ commit: string; pull: { id: string; number: number; url: string } } | { raced: FoundPull }> {
-    const doc = `mutation($ref: ${ctx.branch ? 'UpdateRefInput!' : 'CreateRefInput!'}, $commit: CreateCommitOnBranchInput!, $pr: CreatePullRequestInput!) {
+    // the branch already holds this revert (another replica's document half done, or a run killed
+    // before its pull request): the pull request is opened from it; it is never rewritten
+    if (ctx.branch && !(await this.differsFrom(ctx.branch.oid, change, plan))) {
+      const only = `mutation($pr: CreatePullRequestInput!) { pull: createPullRequest(input: $pr) { pullRequest { id number url } } }`;
+      const { data: d2, errors: e2 } = await this.gql.run<{ pull: { pullRequest: { id: string; number: number; url: string } | null } | null }>(`opening the pull request from ${branch}`, 'pull-requests', only, {
+        pr: { repositoryId: ctx.repositoryId, baseRefName: change.branch, headRefName: branch, title: pr.title, body: pr.body, draft: pr.draft, maintainerCanModify: true },
+      }, { once: true });
+      const p2 = d2?.pull?.pullRequest;
+      if (p2) return { commit: ctx.branch.oid, pull: p2 };
+      const raced = (await this.pullRequestContext(change.branch, branch, change, { labels: [], reviewers: [], assignees: [] })).pull;
+      if (raced) return { raced };
+      throw this.gql.failure(`opening the pull request from ${branch}`, 'pull-requests', e2, branch);
+    }
+    // a branch at the parent already (another replica's createRef, its commit not made yet): committed
+    // on as it is (createCommitOnBranch expects the parent: of two, one commit lands), not forced back
+    const atParent = ctx.branch?.oid === change.parent;
+    const doc = atParent ? `mutation($commit: CreateCommitOnBranchInput!, $pr: CreatePullRequestInput!) {
+  commit: createCommitOnBranch(input: $commit) { commit { oid } }
+  pull: createPullRequest(input: $pr) { pullRequest { id number url } }
+}` : `mutation($ref: ${ctx.branch ? 'UpdateRefInput!' : 'CreateRefInput!'}, $commit: CreateCommitOnBranchInput!, $pr: CreatePullRequestInput!) {
   branch: ${ctx.branch ? 'updateRef' : 'createRef'}(input: $ref) { ref { id } }
   commit: createCommitOnBranch(input: $commit) { commit { oid } }
   pull: createPullRequest(input: $pr) { pullRequest { id number url } }
 }`;
     const ref = ctx.branch ? { refId: ctx.branch.id, oid: change.parent, force: true } : { repositoryId: ctx.repositoryId, name: `refs/heads/${branch}`, oid: change.parent };
     const vars = {
-      ref,
+      ...(atParent ? {} : { ref }),
       commit: this.commitInput(change, branch, plan),
       pr: { repositoryId: ctx.repositoryId, baseRefName: change.branch, headRefName: branch, title: pr.title, body: pr.body, draft: pr.draft, maintainerCanModify: true },
     };
@@ -748,6 +767,12 @@ class GitHubRepo implements GitHubBackend {
     const pull = data?.pull?.pullRequest;
     if (commit) this.rememberCommit(change, commit);
     if (commit && pull) return { commit, pull };
+    // this document opened the pull request, on another replica's commit (its own commit lost the
+    // race): the pull request is this run's, at the branch's head
+    if (pull) {
+      const found = (await this.pullRequestContext(change.branch, branch, change, { labels: [], reviewers: [], assignees: [] })).pull;
+      if (found) return { commit: found.headSha, pull };
+    }
     const at = (name: string) => errors.filter((e) => e.path?.[0] === name);
     if (errors.some((e) => STALE.test(e.message) || e.type === 'STALE_DATA')) {
       const raced = (await this.pullRequestContext(change.branch, branch, change, { labels: [], reviewers: [], assignees: [] })).pull;

@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import type { Octokit } from '@octokit/rest';
 import { RemoteError } from '../../errors.ts';
-import { formatReceipt, type Receipt } from '../../history/notes.ts';
+import type { Receipt } from '../../history/notes.ts';
 import { isLostAnswer, SEND_ONCE } from './graphql.ts';
 import { backoffDelay, sleep } from '../../retry.ts';
 
@@ -12,11 +11,13 @@ import { backoffDelay, sleep } from '../../retry.ts';
  *
  *   refs/lastgood/done/<target>/<bad commit>/<effect>
  *
- * created at a blob that says what was claimed, by whom and when ("Create a reference" takes any
- * fully qualified name under refs/ with two slashes, docs.github.com/rest/git/refs). Of two
- * writers one creates it and the other is told "Reference already exists". A claim whose answer
- * was lost is told from another writer's by the ref's value: its blob holds a nonce of this claim.
- * The refs are outside refs/heads and refs/tags: no branch, tag or pull request shows them.
+ * created at the revert commit ("Create a reference" takes any fully qualified name under refs/
+ * with two slashes, docs.github.com/rest/git/refs). Of two writers one creates it and the other
+ * is told "Reference already exists"; nothing else is written, so a claim that loses (every
+ * replica of a fleet but one) leaves nothing behind. A claim whose answer was lost cannot be told
+ * from another writer's: it is taken as another's, and the notification is lost rather than sent
+ * twice (report/once.ts). The refs are outside refs/heads and refs/tags: no branch, tag or pull
+ * request shows them.
  */
 export function claimRef(bad: string, receipt: Pick<Receipt, 'target' | 'effect'>): string {
   return `refs/lastgood/done/${receipt.target}/${bad}/${receipt.effect}`;
@@ -35,29 +36,25 @@ export async function claimOnGitHub(octokit: Octokit, repo: { owner: string; rep
       throw fail(error);
     }
   };
-  // claimed already (another controller of a fleet, an earlier run): nothing written. Only two
-  // claims racing past this read leave the loser's blob, unreachable, for GitHub's gc.
+  // claimed already (another replica of a fleet, an earlier run): nothing written
   if ((await current()) !== undefined) return false;
-  let blob: string;
-  try {
-    // content-addressed, and unique to this claim (the nonce): the plugins may send it again safely
-    const { data } = await octokit.rest.git.createBlob({ ...repo, content: `${formatReceipt(receipt)} by=${randomBytes(8).toString('hex')}\n`, encoding: 'utf-8' });
-    blob = data.sha;
-  } catch (error) {
-    throw fail(error);
-  }
+  // the claim is the ref alone, at the revert commit (already in the repository): a claim that
+  // loses a race writes nothing either
+  const at = receipt.revert;
   const attempts = opts.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
     try {
-      await octokit.rest.git.createRef({ ...repo, ref, sha: blob, request: SEND_ONCE });
+      await octokit.rest.git.createRef({ ...repo, ref, sha: at, request: SEND_ONCE });
       return true;
     } catch (error) {
       const status = (error as { status?: number }).status;
       // claimed already: by this very claim whose answer was lost, or by another writer
-      if (status === 422 && /already exists/i.test((error as Error).message)) return (await current()) === blob;
+      // claimed by another writer, or by this very claim whose answer was lost: the two are not
+      // told apart, and neither announces (a notification lost rather than sent twice, once.ts)
+      if (status === 422 && /already exists/i.test((error as Error).message)) return false;
       if (!isLostAnswer(error) || attempt >= attempts) throw fail(error);
       const now = await current();
-      if (now !== undefined) return now === blob;
+      if (now !== undefined) return false;
       await sleep(backoffDelay(attempt - 1, { baseMs: opts.retryUnitMs ?? 1000 }));
     }
   }
