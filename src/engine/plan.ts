@@ -8,6 +8,7 @@ import { RevertImpossible } from '../errors.ts';
 import { revertInput, type Located } from '../history/locate.ts';
 import type { Change, FileChange, Person } from '../repo/types.ts';
 import { commitMessage, pullRequestText } from '../revert/message.ts';
+import { nextSteps } from '../decide/next-steps.ts';
 import { planRestore } from '../revert/restore.ts';
 import { planRevert } from '../revert/threeway.ts';
 import { planFreeze } from '../revert/freeze.ts';
@@ -28,6 +29,7 @@ export function messageInput(opts: RevertOptions, located: Located, planned?: Pl
     ...(opts.byPerson ? { byPerson: opts.byPerson } : {}),
     now: opts.now,
     ...(checked ? { checked } : {}),
+    next: nextSteps(opts.observed, { resources: opts.target.resources }),
   };
 }
 

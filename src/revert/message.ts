@@ -1,4 +1,5 @@
 import type { Evidence, Verdict } from '../decide/types.ts';
+import type { NextSteps } from '../decide/next-steps.ts';
 import type { Located } from '../history/locate.ts';
 import type { CommitInfo } from '../repo/types.ts';
 import { loadTemplate, render } from './template.ts';
@@ -23,6 +24,8 @@ export interface MessageInput {
   now: Date;
   /** how the plan was checked against what the engine builds, and the rendered diff where a renderer ran */
   checked?: { summary: string; rendered?: { summary: string; markdown: string }; notRendered?: string };
+  /** what happens after the merge, and about how long it takes (decide/next-steps.ts); the pull request's body says it */
+  next?: NextSteps;
 }
 
 const short = (sha: string) => sha.slice(0, 12);
@@ -157,6 +160,9 @@ export function pullRequestText(input: PullRequestInput): { title: string; body:
     explanation: code(located.explanation),
     checked: input.checked
       ? `\n### What changes in the cluster\n\n${code(input.checked.summary)}.${input.checked.rendered ? `\n\n${input.checked.rendered.markdown}` : `\n\n_Not rendered (${code(input.checked.notRendered ?? 'no kustomize was available')}); the model of what the engine reads checked it._`}\n`
+      : '',
+    next: input.next?.steps.length
+      ? `### After merge\n\n${input.next.steps.map((s) => `- ${s.pieces.map((p) => (typeof p === 'string' ? p : code(p.quoted))).join('')}`).join('\n')}${input.next.summary ? `\n\n${input.next.summary}` : ''}`
       : '',
     diffStat: diffStatBlock(input.diffStat),
     frozen: [noteLines.length ? `### Notes\n\n${noteLines.join('\n')}` : '', frozenLines.length ? `### Frozen\n\n${frozenLines.join('\n')}` : ''].filter(Boolean).join('\n\n'),
