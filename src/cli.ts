@@ -201,8 +201,10 @@ program
   .option('--now <time>', 'the clock, ISO 8601 (default: now)')
   .option('--json', 'print one JSON document (templates/log.schema.json)')
   .option('--markdown', 'print Markdown (an incident report, a job summary)')
-  .action(async (o: { config: string; target?: string; since?: string; repo?: string; now?: string; json?: boolean; markdown?: boolean }) => {
-    if (o.json && o.markdown) throw new InputError('log: --json and --markdown cannot be used together');
+  .option('--html', 'print one self-contained HTML page with a timeline (an incident review: > report.html)')
+  .action(async (o: { config: string; target?: string; since?: string; repo?: string; now?: string; json?: boolean; markdown?: boolean; html?: boolean }) => {
+    const formats = (['json', 'markdown', 'html'] as const).filter((f) => o[f]);
+    if (formats.length > 1) throw new InputError(`log: ${formats.map((f) => `--${f}`).join(' and ')} cannot be used together`);
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const targets = (await engine()).selectTargets(config, o.target);
@@ -215,6 +217,11 @@ program
     const log = await readAuditLog({ repo, branch: config.repo.branch, targets: targets.map((t) => ({ name: t.name, paths: t.paths })), since: window.since, why: window.why, now });
     const { formatLogJson, formatLogMarkdown, formatLogText } = await import('./audit/format.ts');
     const { terminalStyle } = await import('./report/text.ts');
+    if (o.html) {
+      const { formatLogHtml } = await import('./audit/html.ts');
+      process.stdout.write(formatLogHtml(log, { now }));
+      return;
+    }
     process.stdout.write(o.json ? formatLogJson(log) : o.markdown ? formatLogMarkdown(log) : formatLogText(log, { color: terminalStyle(process.stdout, process.env)?.color ?? false }));
   });
 

@@ -8,13 +8,13 @@ import type { AuditLog, AuditWindow, Entry, Holds, RequestEntry, RevertEntry, Ta
  * job summary, and the JSON document of schema.ts. Everything is scrubbed on the way out.
  */
 
-const short = (sha: string) => sha.slice(0, 12);
+export const short = (sha: string) => sha.slice(0, 12);
 /** 2026-11-01T12:07:00Z: seconds are what a commit time has */
-const when = (isoTime: string) => isoTime.replace(/\.\d{3}Z$/, 'Z');
+export const when = (isoTime: string) => isoTime.replace(/\.\d{3}Z$/, 'Z');
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 const SGR = { red: '31', green: '32', yellow: '33', cyan: '36', dim: '2' } as const;
-type Color = keyof typeof SGR;
+export type Color = keyof typeof SGR;
 
 export function windowLine(w: AuditWindow, log: Pick<AuditLog, 'branch' | 'head' | 'repository'>): string {
   const stopped = w.stoppedBy === 'limit'
@@ -23,7 +23,7 @@ export function windowLine(w: AuditWindow, log: Pick<AuditLog, 'branch' | 'head'
   return `${log.branch} at ${short(log.head)} in ${log.repository}, ${when(w.since)} to ${when(w.until)} (${w.why}): ${plural(w.commitsRead, 'commit')} read, ${stopped}`;
 }
 
-function counts(t: TargetLog): string {
+export function counts(t: TargetLog): string {
   const n = (k: Entry['kind']) => t.entries.filter((e) => e.kind === k).length;
   const parts = [
     n('revert') && plural(n('revert'), 'revert'),
@@ -58,7 +58,8 @@ const HOLDS_COLOR: Record<Holds['state'], Color> = { holds: 'green', undone: 're
 const STATE_COLOR: Record<RequestEntry['state'], Color> = { open: 'yellow', merged: 'green', closed: 'dim' };
 const KIND_COLOR: Record<Entry['kind'], Color> = { revert: 'cyan', request: 'cyan', verified: 'green', 'person-revert': 'red' };
 
-interface Row {
+/** One entry as `lastgood log` phrases it (the text, and the HTML of html.ts). */
+export interface Row {
   at: string;
   kind: string;
   ref: string;
@@ -68,7 +69,7 @@ interface Row {
   more: string[];
 }
 
-function rowOf(e: Entry): Row {
+export function rowOf(e: Entry): Row {
   switch (e.kind) {
     case 'revert': {
       const via = e.request ? `, via ${e.request.noun} #${e.request.number}` : e.via === 'merge' ? `, merged as ${short(e.landedAs)}` : '';

@@ -39,10 +39,12 @@ import { groupKind, type Observed } from '../observe/types.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { isOwnRevert } from '../report/once.ts';
 import { eventFor } from '../report/notify.ts';
+import { readAuditLog } from '../audit/timeline.ts';
 import { eventRecorder, type EventRecorder } from './events.ts';
 import { serveEndpoints } from './http.ts';
 import { leaderElector, type LeaderElector } from './leader.ts';
 import { controllerMetrics, REMOTE_SYSTEMS, type ControllerMetrics, type RevertResult } from './metrics.ts';
+import { renderPage, type PageTimeline } from './page.ts';
 import { targetStatus, type KnownGood, type LastAction, type TargetsDocument } from './status.ts';
 
 export interface ControllerOptions {
@@ -144,6 +146,9 @@ interface Slot {
 const DEFAULT_GRACE_MS = 20_000;
 /** How long GET /targets waits for the repository's records the first time (it answers with what it knows after that). */
 const STATUS_RECORDS_WAIT_MS = 3_000;
+/** The page's timeline: the repository's last 30 days, read again at most once a minute (of the controller's clock). */
+const PAGE_TIMELINE_DAYS = 30;
+const PAGE_TIMELINE_TTL_MS = 60_000;
 
 export function createController(opts: ControllerOptions): Controller {
   const { config, repo, kc } = opts;
@@ -558,13 +563,17 @@ export function createController(opts: ControllerOptions): Controller {
     return e ? slot.observed.find((o) => o.object.metadata.name === e.name && o.object.metadata.namespace === e.namespace && groupKind(o.object.apiVersion, o.object.kind) === e.groupKind) : undefined;
   }
 
+  // the page's timeline (pageTimeline below): the last log read, and the read under way
+  let pageLog: { at: number; timeline: PageTimeline } | undefined;
+  let pageLogReading: Promise<PageTimeline> | undefined;
+
   return {
     async start() {
       if (started) return;
       started = true;
       log.info({ targets: slots.length, repo: repo.description, namespace, leaderElection: settings.leaderElection }, 'starting');
       if (settings.listen) {
-        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness, targets: statusWithRecords });
+        server = await serveEndpoints(settings.listen, { registry: metrics.registry, readiness, targets: statusWithRecords, page });
         log.info({ address: server.address() }, 'serving /healthz, /readyz, /metrics');
       }
       elector?.start();
@@ -640,6 +649,35 @@ export function createController(opts: ControllerOptions): Controller {
       clearTimeout(timer);
     }
     return status();
+  }
+
+  /**
+   * GET /: the targets as /targets tells them, and the repository's last 30 days as a timeline.
+   * The log is read once for every page asked within a minute of the controller's clock, and once
+   * at a time (a page asked while it is read waits for that read); a failure too is kept for the
+   * minute (a host that fails is not asked again by each page), and the page says why.
+   */
+  function pageTimeline(): Promise<PageTimeline> {
+    const at = clock.now();
+    if (pageLog && at - pageLog.at < PAGE_TIMELINE_TTL_MS) return Promise.resolve(pageLog.timeline);
+    return (pageLogReading ??= readAuditLog({
+      repo, branch: config.repo.branch, targets: targets.map((t) => ({ name: t.name, paths: t.paths })),
+      since: new Date(at - PAGE_TIMELINE_DAYS * 86_400_000), why: `the last ${PAGE_TIMELINE_DAYS} days`, now: new Date(at),
+    }).then(
+      (auditLog): PageTimeline => ({ log: auditLog }),
+      (error: unknown): PageTimeline => {
+        log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot read the repository\'s history for the page');
+        return { error: error instanceof Error ? error.message : String(error) };
+      },
+    ).then((timeline) => {
+      pageLog = { at, timeline };
+      pageLogReading = undefined;
+      return timeline;
+    }));
+  }
+  async function page(): Promise<string> {
+    const [doc, timeline] = await Promise.all([statusWithRecords(), pageTimeline()]);
+    return renderPage(doc, timeline, { days: PAGE_TIMELINE_DAYS, commitUrl: (sha) => opts.commitUrl?.(sha) ?? repo.commitUrl?.(sha) });
   }
 
   function readiness() {

@@ -4,6 +4,7 @@
  *   /readyz   200 once every watch has listed and leader election runs (leader or standby); 503 before, and while shutting down
  *   /metrics  Prometheus text (prom-client)
  *   /targets  each target's verdict, decision, what it waits for, last-known-good and last action (JSON; status.ts)
+ *   /         the same for people, with the last 30 days' timeline (HTML, no script: page.ts); also /index.html
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,12 +25,23 @@ export function parseListen(listen: string): { host: string | undefined; port: n
   return { host: m[1] ?? (m[2] || undefined), port };
 }
 
-export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry; targets?: () => Promise<unknown> }): Promise<http.Server & { address(): AddressInfo }> {
+/**
+ * The page's headers: nothing but its own inline style and data: images may load (no script, no
+ * font, no frame, no form), it is never framed, and nothing is sniffed.
+ */
+export const PAGE_HEADERS = {
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+} as const;
+
+export async function serveEndpoints(listen: string, opts: { readiness(): Readiness; registry: Registry; targets?: () => Promise<unknown>; page?: () => Promise<string> }): Promise<http.Server & { address(): AddressInfo }> {
   const { host, port } = parseListen(listen);
   const server = http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
-    const send = (status: number, type: string, body: string) => {
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...headers });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'method not allowed\n');
@@ -52,7 +64,14 @@ export async function serveEndpoints(listen: string, opts: { readiness(): Readin
       );
       return;
     }
-    send(404, 'text/plain', `not found: /healthz, /readyz, /metrics${opts.targets ? ', /targets' : ''}\n`);
+    if ((url === '/' || url === '/index.html') && opts.page) {
+      opts.page().then(
+        (html) => send(200, 'text/html; charset=utf-8', html, PAGE_HEADERS),
+        (error: unknown) => send(500, 'text/plain', `cannot render the page: ${(error as Error).message}\n`),
+      );
+      return;
+    }
+    send(404, 'text/plain', `not found: /healthz, /readyz, /metrics${opts.targets ? ', /targets' : ''}${opts.page ? ', /' : ''}\n`);
   });
   // the kubelet's probes and Prometheus open short connections: none may hold shutdown
   server.keepAliveTimeout = 5000;
