@@ -486,6 +486,9 @@ export function createController(opts: ControllerOptions): Controller {
     }
     slot.track = acted(slot.track, key, true, clock.now());
     slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: clock.now(), intervalMs });
+    // the failing revision is lastgood's own revert (history/locate.ts: no revert of a revert): the
+    // rollback did not recover the target; said once per failure, as every act is
+    if (outcome.action === 'alert' && NOT_RECOVERED.test(outcome.reason)) metrics.notRecovered(slot.target.name);
     const result = revertResult(outcome);
     if (result) {
       const since = e.verdict.since ? Date.parse(e.verdict.since) : undefined;
@@ -708,6 +711,9 @@ function revisionOf(verdict: Verdict): string | undefined {
 function kindId(gk: string, namespace: string | undefined): string {
   return `${gk}|${namespace ?? '*'}`;
 }
+
+/** The reason locate gives when the failing revision is lastgood's own revert (history/locate.ts). */
+const NOT_RECOVERED = /\bthe revert itself failed: /;
 
 function revertResult(o: TargetOutcome): RevertResult | undefined {
   if (o.action === 'revert') {

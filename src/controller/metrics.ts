@@ -40,13 +40,15 @@ export interface ControllerMetrics {
   synced(target: string, at: number): void;
   leader(is: boolean): void;
   recorded(): void;
+  /** the target still failed at lastgood's own revert (the rollback did not recover it): lastgood_rollbacks_not_recovered_total */
+  notRecovered(target: string): void;
 }
 
 /** The metric names, for docs/monitoring.md, the dashboard and the alert rules (test/monitoring.test.ts checks them against a scrape). */
 export const METRIC_NAMES = [
   'lastgood_targets', 'lastgood_target_verdict', 'lastgood_target_reverted', 'lastgood_decisions_total', 'lastgood_reverts_total',
   'lastgood_failure_to_revert_seconds', 'lastgood_watch_restarts_total', 'lastgood_remote_errors_total',
-  'lastgood_target_last_sync_timestamp_seconds', 'lastgood_leader', 'lastgood_lkg_recorded_total',
+  'lastgood_target_last_sync_timestamp_seconds', 'lastgood_leader', 'lastgood_lkg_recorded_total', 'lastgood_rollbacks_not_recovered_total',
 ] as const;
 
 export function controllerMetrics(opts: { processMetrics?: boolean; labels?: MetricLabels } = {}): ControllerMetrics {
@@ -91,6 +93,10 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
   });
   const leader = new Gauge({ name: 'lastgood_leader', help: '1 when this replica is the acting leader', registers: [registry] });
   const recorded = new Counter({ name: 'lastgood_lkg_recorded_total', help: 'Verified last-known-good records written', registers: [registry] });
+  const notRecovered = new Counter({
+    name: 'lastgood_rollbacks_not_recovered_total', help: "Failures of a target at lastgood's own revert: the rollback did not recover it (lastgood alerts, and never reverts its revert)", labelNames: ['target'], registers: [registry],
+  });
+  for (const target of names) notRecovered.inc({ target }, 0);
   if (opts.processMetrics) collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -112,5 +118,6 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
     synced: (target, at) => void syncedAt.set(target, at),
     leader: (is) => leader.set(is ? 1 : 0),
     recorded: () => recorded.inc(),
+    notRecovered: (target) => notRecovered.inc({ target }),
   };
 }
