@@ -29,7 +29,7 @@ test('the target fails again at lastgood\'s own revert: one alert, one Event, th
   const revert = await until('the revert', () => acted[0]);
   t.is(revert.action, 'revert');
   const [made] = commitsSince(repo.bare, repo.c4);
-  t.is(made!.sha, revert.commit);
+  t.is(revert.commit, made!.sha);
   await controller.idle();
 
   // Flux applies the revert; the canary analyses it and fails again

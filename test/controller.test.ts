@@ -99,7 +99,7 @@ test(`the watch is cut and a 410 is served in the middle (${gone === 'event' ? '
   t.teardown(() => kube.close());
   const be = await backend('local', repo);
   const { seen, onEvaluated } = evaluations();
-  const { controller, acted } = await startController(kube, config(configText({ url: be.url })), be.open(), { onEvaluated });
+  const { controller, acted, lines } = await startController(kube, config(configText({ url: be.url })), be.open(), { onEvaluated });
   t.teardown(() => controller.stop());
   await until('ready and leading', () => controller.ready && controller.isLeader);
   await until('the canary watch', () => kube.openWatches(CANARY_WATCH) === 1);
@@ -124,6 +124,13 @@ test(`the watch is cut and a 410 is served in the middle (${gone === 'event' ? '
   t.is(commitsSince(repo.bare, repo.c4).length, 1);
   const metrics = await controller.metrics.registry.metrics();
   t.regex(metrics, /^lastgood_watch_restarts_total\{kind="Canary"\} [1-9]/m);
+  // the log says what the API answered, in a line: not client-node's error object with the response's headers
+  const restarts = lines.filter((l) => l.msg === 'watch stopped on an error; restarting');
+  t.true(restarts.length >= 1);
+  for (const l of restarts) {
+    t.is(typeof l.err, 'string', JSON.stringify(l.err));
+    t.notRegex(String(l.err), /headers|content-type/i);
+  }
 });
 }
 

@@ -33,6 +33,7 @@ import type { RepoGuards, Verdict } from '../decide/types.ts';
 import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine/index.ts';
 import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
 import { clusterReader } from '../observe/kube.ts';
+import { kubeErrorText, kubeServer } from '../observe/kube-errors.ts';
 import { LastgoodError, RemoteError } from '../errors.ts';
 import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOptions } from '../observe/watch.ts';
 import { groupKind, type Observed } from '../observe/types.ts';
@@ -212,10 +213,10 @@ export function createController(opts: ControllerOptions): Controller {
     },
     restart(kind, error, delayMs) {
       metrics.watchRestart(kind.kind);
-      log.warn({ kind: `${kind.kind}.${kind.apiVersion}`, namespace: kind.namespace ?? '*', delayMs, err: error }, 'watch stopped on an error; restarting');
+      log.warn({ kind: `${kind.kind}.${kind.apiVersion}`, namespace: kind.namespace ?? '*', delayMs, err: kubeErrorText(error, kubeServer(kc)) }, 'watch stopped on an error; restarting');
     },
     invalid(object, error) {
-      log.warn({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name, err: error }, 'object refused: counts as not found');
+      log.warn({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name, err: error instanceof Error ? error.message : String(error) }, 'object refused: counts as not found');
     },
   }, opts.watch);
 

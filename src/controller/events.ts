@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { TargetOutcome } from '../engine/types.ts';
 import type { KubeObject } from '../observe/types.ts';
 import { redact } from '../scrub.ts';
+import { kubeErrorText, kubeServer } from '../observe/kube-errors.ts';
 
 export const REPORTING_CONTROLLER = 'lastgood.dev/controller';
 /** the API server refuses an Event note over 1024 bytes */
@@ -69,7 +70,7 @@ export function eventRecorder(kc: KubeConfig, identity: string, log: Logger): Ev
           log.debug({ target: outcome.name, reason: what.reason }, 'the Event was created before');
           return;
         }
-        log.warn({ target: outcome.name, err: error }, 'cannot create a Kubernetes Event (RBAC: create events.k8s.io events)');
+        log.warn({ target: outcome.name, err: kubeErrorText(error, kubeServer(kc)) }, 'cannot create a Kubernetes Event (RBAC: create events.k8s.io events)');
       }
     },
   };

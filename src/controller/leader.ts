@@ -20,6 +20,7 @@
 import { CoordinationV1Api, Observable, V1MicroTime, type ConfigurationOptions, type KubeConfig, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { systemClock, type Clock, type Timer } from '../clock.ts';
+import { kubeErrorText, kubeServer } from '../observe/kube-errors.ts';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;
@@ -98,7 +99,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
       lease = await api.readNamespacedLease(ref, timeout);
     } catch (error) {
       if (status(error) !== 404) {
-        opts.log.warn({ err: error, lease: opts.name }, 'cannot read the leader-election lease');
+        opts.log.warn({ err: kubeErrorText(error, kubeServer(opts.kc)), lease: opts.name }, 'cannot read the leader-election lease');
         return false;
       }
       try {
@@ -109,7 +110,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
         holder = opts.identity;
         return true;
       } catch (createError) {
-        if (status(createError) !== 409) opts.log.warn({ err: createError, lease: opts.name }, 'cannot create the leader-election lease');
+        if (status(createError) !== 409) opts.log.warn({ err: kubeErrorText(createError, kubeServer(opts.kc)), lease: opts.name }, 'cannot create the leader-election lease');
         return false;
       }
     }
@@ -139,7 +140,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
       holder = opts.identity;
       return true;
     } catch (error) {
-      if (status(error) !== 409) opts.log.warn({ err: error, lease: opts.name }, 'cannot update the leader-election lease');
+      if (status(error) !== 409) opts.log.warn({ err: kubeErrorText(error, kubeServer(opts.kc)), lease: opts.name }, 'cannot update the leader-election lease');
       return false;
     }
   }
@@ -177,7 +178,7 @@ export function leaderElector(opts: LeaderElectionOptions): LeaderElector {
       await api.replaceNamespacedLease({ ...ref, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now } } }, timeout);
       opts.log.info({ lease: opts.name, identity: opts.identity }, 'released the lease');
     } catch (error) {
-      opts.log.warn({ err: error, lease: opts.name }, 'cannot release the lease (it expires by itself)');
+      opts.log.warn({ err: kubeErrorText(error, kubeServer(opts.kc)), lease: opts.name }, 'cannot release the lease (it expires by itself)');
     }
   }
 

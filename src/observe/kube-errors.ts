@@ -71,3 +71,15 @@ export async function checkKubernetesApi(kc: KubeConfig): Promise<void> {
   }
   if (!Array.isArray(versions)) throw new RemoteError('kubernetes', `the server at ${server} is not a Kubernetes API: GET /api answered without the API versions a Kubernetes API lists; check the kubeconfig's server (or --context)`);
 }
+
+/**
+ * A Kubernetes API error for a log line: the server and the cause where nothing answered, the
+ * answer's status and message where one came ("HTTP 403 Forbidden: …"), never client-node's dump
+ * of the response with its headers.
+ */
+export function kubeErrorText(error: unknown, server: string): string {
+  const down = unreachable(error, server);
+  if (down) return down.message;
+  if (httpStatus(error) !== undefined) return apiMessage(error);
+  return error instanceof Error ? error.message : String(error);
+}
