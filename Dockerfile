@@ -15,7 +15,7 @@ COPY ${PACKAGE} /tmp/lastgood.tgz
 # root owns the files, everyone may read them; the process runs as another user and writes only
 # to its volumes (the manifests mount /tmp and /var/lib/lastgood on a read-only root filesystem)
 RUN mkdir /app && tar -xzf /tmp/lastgood.tgz -C /app --strip-components=1 --no-same-owner && rm /tmp/lastgood.tgz
-# kustomize for the render check (README "The render check (kustomize)"), so that a revert made
+# kustomize for the render check (docs/how-it-works.md "The render check (kustomize)"), so that a revert made
 # in-cluster is rendered and checked as one made by the CLI. From the official image, pinned by
 # digest; v5.8.1 is the kustomize Flux's kustomize-controller builds with, so the render of the
 # last-known-good can reproduce the digest Flux records in status.history. The binary is static

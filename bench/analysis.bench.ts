@@ -1,7 +1,7 @@
 /**
  * analysis/checks: metric checks at scale, against a real Prometheus (Debian's package, a TSDB
  * backfilled by promtool). 1,000 targets with one check each (a Deployment, its new ReplicaSet,
- * the README's error-ratio check, one measurement a tick); each tick, every target's due
+ * docs/metrics.md's error-ratio check, one measurement a tick); each tick, every target's due
  * measurement is taken as the controller takes it (an analysis session per target, 16 updates at
  * once: src/controller/controller.ts), and the target's evidence built.
  *

@@ -120,7 +120,7 @@ ${o.analysis.replace(/^/gm, '      ')}
 `;
 }
 
-/** The README's check: the new pods' 5xx ratio, measured each minute from a minute after the rollout, five times; two failures fail it. */
+/** docs/metrics.md's check: the new pods' 5xx ratio, measured each minute from a minute after the rollout, five times; two failures fail it. */
 export const ERROR_RATIO_CHECK = `checks:
   - name: error-ratio
     query: '${ERROR_RATIO}'

@@ -3,7 +3,7 @@
  * latency histogram of a workload's pods, before and after a rollout, with the labels the
  * upstream templates in fixtures/analysis/ select on:
  *
- * - `http_requests_total{namespace, pod, code}`: lastgood.yaml's own checks (README example);
+ * - `http_requests_total{namespace, pod, code}`: lastgood.yaml's own checks (docs/metrics.md example);
  * - `istio_requests_total{reporter, destination_service, response_code}`: Argo Rollouts'
  *   `success-rate` AnalysisTemplate (docs/features/analysis.md);
  * - `http_request_duration_seconds_{bucket,count}{kubernetes_namespace, kubernetes_pod_name, path, status, le}`:
