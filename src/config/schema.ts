@@ -216,14 +216,14 @@ export const SecretRef = z.union([
   z.object({ file: z.string().min(1).describe('path of a file holding the value (e.g. a mounted Secret)') }).strict(),
 ]);
 
-export const NotifyEvent = z.enum(['alert', 'reverted', 'revert-failed']);
+export const NotifyEvent = z.enum(['alert', 'reverted', 'revert-failed', 'unmerged']);
 
 /** Notifications: a generic JSON webhook and a Slack-compatible incoming webhook. */
 export const Notify = z
   .object({
     webhook: z.object({ urlFrom: SecretRef }).strict().optional().describe('generic webhook (JSON POST); default: env LASTGOOD_WEBHOOK_URL'),
     slack: z.object({ urlFrom: SecretRef }).strict().optional().describe('Slack incoming webhook; default: env LASTGOOD_SLACK_WEBHOOK_URL'),
-    events: z.array(NotifyEvent).default(['alert', 'reverted', 'revert-failed']).describe('which outcomes to send'),
+    events: z.array(NotifyEvent).default(['alert', 'reverted', 'revert-failed', 'unmerged']).describe("which outcomes to send (unmerged: the controller's reminder that a revert request is still open, controller.remindUnmerged)"),
     timeout: Duration.default('10s'),
   })
   .strict();
@@ -265,6 +265,7 @@ export const Controller = z
     events: z.boolean().default(true).describe('create a Kubernetes Event on the failing object when a revert is made'),
     record: z.boolean().default(true).describe('record verified last-known-good revisions (git notes) as targets are observed healthy'),
     concurrency: z.number().int().min(1).max(16).default(2).describe('how many targets may do repository work (revert, record) at once'),
+    remindUnmerged: Duration.optional().describe("in pull-request mode: while lastgood's revert request of a failure stays open and the target stays failed, remind this often (an `unmerged` notification and lastgood_revert_reminders_total), first this long after the request was opened; default: no reminder"),
     image: z.string().min(1).optional().describe('the controller image `lastgood install` writes into the Deployment (its --image and --registry flags take precedence)'),
   })
   .strict();

@@ -30,7 +30,7 @@ import { Controller as ControllerSchema, resolveTarget, type Config, type Contro
 import { failingRevision } from '../decide/guards.ts';
 import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
 import type { RepoGuards, Verdict } from '../decide/types.ts';
-import { analysisSessions, assessTarget, gatherGuards, recordHealthy, runTracked, type TargetOutcome } from '../engine/index.ts';
+import { analysisSessions, assessTarget, gatherGuards, recordHealthy, remindUnmerged, runTracked, type TargetOutcome } from '../engine/index.ts';
 import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
 import { clusterReader } from '../observe/kube.ts';
 import { kubeErrorText, kubeServer } from '../observe/kube-errors.ts';
@@ -132,6 +132,8 @@ interface Slot {
   failureToldFor?: string;
   /** the failure (tracker key) whose revert exists: lastgood_target_reverted */
   revertedKey?: string;
+  /** pull-request mode with remindUnmerged: the revert request of a failure, reminded of while it stays open and the failure stays */
+  reminder?: { key: string; outcome: TargetOutcome; timer?: Timer };
   /** metric checks (src/analysis/): the session keeps the measurements; an update runs off the hot path */
   analysis?: {
     session: AnalysisSession;
@@ -156,6 +158,7 @@ export function createController(opts: ControllerOptions): Controller {
   const clock = opts.clock ?? systemClock;
   const settings: ControllerConfig = { ...ControllerSchema.parse(config.controller ?? {}), ...opts.settings };
   const intervalMs = parseDuration(settings.interval)!;
+  const remindEveryMs = settings.remindUnmerged !== undefined ? parseDuration(settings.remindUnmerged) : undefined;
   const identity = opts.identity ?? `${process.env.POD_NAME || os.hostname()}_${randomUUID().slice(0, 8)}`;
   const namespace = settings.namespace ?? process.env.POD_NAMESPACE ?? 'lastgood';
   const log = opts.log.child({ controller: identity });
@@ -479,6 +482,11 @@ export function createController(opts: ControllerOptions): Controller {
       slot.revertedKey = key;
       metrics.reverted(slot.target.name, true);
     }
+    if (remindEveryMs !== undefined && outcome.action === 'revert' && outcome.pullRequest && slot.reminder?.key !== key) {
+      slot.reminder?.timer?.cancel();
+      slot.reminder = { key, outcome };
+      remindLater(slot);
+    }
     if (outcome.error) {
       failed(slot, key, new RemoteErrorLike(outcome.error.code, outcome.error.message), tlog);
       metrics.revert(slot.target.name, 'error');
@@ -511,6 +519,47 @@ export function createController(opts: ControllerOptions): Controller {
     slot.evaluation = retry;
     schedule(slot, retry.nextAt);
     tlog.error({ err: error instanceof LastgoodError || error instanceof RemoteErrorLike ? error.message : error, retryAt: retry.nextAt ? new Date(retry.nextAt).toISOString() : undefined }, 'acting failed; will retry');
+  }
+
+  // ---- reminders of an open revert request (controller.remindUnmerged)
+  function remindLater(slot: Slot): void {
+    const r = slot.reminder;
+    if (!r || remindEveryMs === undefined || stopping) return;
+    r.timer = clock.setTimer(() => {
+      r.timer = undefined;
+      if (slot.reminder !== r || stopping) return;
+      work(slot, () => remind(slot, r));
+    }, remindEveryMs);
+  }
+  /**
+   * One reminder, if it is still due: the failure it is about is still the target's (not healed,
+   * not another failure), this replica leads, and the request is still open on the host (merged or
+   * closed: no more reminders). Then the next one an interval later; never more often.
+   */
+  async function remind(slot: Slot, r: NonNullable<Slot['reminder']>): Promise<void> {
+    const e = slot.evaluation;
+    if (!e || e.failureKey !== r.key || (e.verdict.verdict !== 'failed' && e.verdict.verdict !== 'stuck')) {
+      slot.reminder = undefined;
+      return;
+    }
+    if (!leading) return remindLater(slot);
+    try {
+      const branch = r.outcome.branch;
+      const requests = branch && repo.reviewRequests ? await repo.reviewRequests({ base: config.repo.branch, branchPrefix: branch }) : undefined;
+      const request = requests?.find((q) => q.url === r.outcome.pullRequest || q.branch === branch);
+      if (request && request.state !== 'open') {
+        slot.log.info({ pullRequest: request.url, state: request.state }, 'the revert request is no longer open: no more reminders');
+        slot.reminder = undefined;
+        return;
+      }
+      await remindUnmerged(r.outcome, { config, log: slot.log, now: new Date(clock.now()), repo, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}) });
+      metrics.reminded(slot.target.name);
+      slot.log.warn({ pullRequest: r.outcome.pullRequest }, 'the revert request is still open and the target still failed: reminded');
+    } catch (error) {
+      if (error instanceof RemoteError) metrics.remoteError(error.system);
+      slot.log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot read the revert request for its reminder (tried again at the next one)');
+    }
+    remindLater(slot);
   }
 
   // ---- verified last-known-good, as it happens
@@ -587,7 +636,10 @@ export function createController(opts: ControllerOptions): Controller {
       if (stopping) return;
       stopping = true;
       log.info({ inFlight: running.size, queued: jobs.length }, 'stopping');
-      for (const slot of slots) slot.timer?.cancel();
+      for (const slot of slots) {
+        slot.timer?.cancel();
+        slot.reminder?.timer?.cancel();
+      }
       const abandoned = jobs.length;
       jobs.length = 0;
       if (abandoned) log.info({ abandoned }, 'queued repository work abandoned (nothing of it was written)');

@@ -42,13 +42,15 @@ export interface ControllerMetrics {
   recorded(): void;
   /** the target still failed at lastgood's own revert (the rollback did not recover it): lastgood_rollbacks_not_recovered_total */
   notRecovered(target: string): void;
+  /** a reminder that the target's revert request is still open while it stays failed: lastgood_revert_reminders_total */
+  reminded(target: string): void;
 }
 
 /** The metric names, for docs/monitoring.md, the dashboard and the alert rules (test/monitoring.test.ts checks them against a scrape). */
 export const METRIC_NAMES = [
   'lastgood_targets', 'lastgood_target_verdict', 'lastgood_target_reverted', 'lastgood_decisions_total', 'lastgood_reverts_total',
   'lastgood_failure_to_revert_seconds', 'lastgood_watch_restarts_total', 'lastgood_remote_errors_total',
-  'lastgood_target_last_sync_timestamp_seconds', 'lastgood_leader', 'lastgood_lkg_recorded_total', 'lastgood_rollbacks_not_recovered_total',
+  'lastgood_target_last_sync_timestamp_seconds', 'lastgood_leader', 'lastgood_lkg_recorded_total', 'lastgood_rollbacks_not_recovered_total', 'lastgood_revert_reminders_total',
 ] as const;
 
 export function controllerMetrics(opts: { processMetrics?: boolean; labels?: MetricLabels } = {}): ControllerMetrics {
@@ -97,6 +99,10 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
     name: 'lastgood_rollbacks_not_recovered_total', help: "Failures of a target at lastgood's own revert: the rollback did not recover it (lastgood alerts, and never reverts its revert)", labelNames: ['target'], registers: [registry],
   });
   for (const target of names) notRecovered.inc({ target }, 0);
+  const reminders = new Counter({
+    name: 'lastgood_revert_reminders_total', help: "Reminders that lastgood's revert request of a failure is still open while the target stays failed (controller.remindUnmerged)", labelNames: ['target'], registers: [registry],
+  });
+  for (const target of names) reminders.inc({ target }, 0);
   if (opts.processMetrics) collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -119,5 +125,6 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
     leader: (is) => leader.set(is ? 1 : 0),
     recorded: () => recorded.inc(),
     notRecovered: (target) => notRecovered.inc({ target }),
+    reminded: (target) => reminders.inc({ target }),
   };
 }

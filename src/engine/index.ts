@@ -8,7 +8,7 @@
 export type { TargetOutcome, Report, CheckOptions, RunOptions, TrackedRunOptions, RevertOptions, PersonRevertOptions, RecordOutcome } from './types.ts';
 export { exitCodeFor, personRevertExitCode } from './outcome.ts';
 export { selectTargets, assessTarget, analyse, analysisSessions, check, checkReport } from './check.ts';
-export { commitLinks } from './effects.ts';
+export { commitLinks, remindUnmerged } from './effects.ts';
 export { run, gatherGuards, runTracked } from './run.ts';
 export { revertTarget, personRevert } from './revert.ts';
 export { recordHealthy } from './record.ts';

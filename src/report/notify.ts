@@ -14,7 +14,7 @@ import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact, registerSecret } from '../errors.ts';
 import { scrubbedCopy } from '../scrub.ts';
 
-export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed';
+export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed' | 'unmerged';
 export type ChannelKind = 'webhook' | 'slack';
 
 export interface Channel {
@@ -49,7 +49,7 @@ export interface Delivery {
   detail: string;
 }
 
-const DEFAULT_EVENTS: NotifyEventName[] = ['alert', 'reverted', 'revert-failed'];
+const DEFAULT_EVENTS: NotifyEventName[] = ['alert', 'reverted', 'revert-failed', 'unmerged'];
 /** the schema's default `notify.timeout` (10s), where no config is given */
 const DEFAULT_TIMEOUT_MS = 10_000;
 const ENV_DEFAULTS: Record<ChannelKind, string> = { webhook: 'LASTGOOD_WEBHOOK_URL', slack: 'LASTGOOD_SLACK_WEBHOOK_URL' };
@@ -99,13 +99,26 @@ function describeRef(ref: SecretRefConfig): Record<string, string> {
 
 /** Sends one notification per target outcome that calls for one, to every channel. Never throws. */
 export async function notify(report: Report, opts: NotifyOptions): Promise<Delivery[]> {
-  const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
-  for (const told of opts.except ?? []) wanted.delete(told);
   const candidates = report.targets.flatMap((t) => {
     // with claims, a revert found made (by an earlier run whose answer or process was lost) is announced too, once
     const event = eventFor(t) ?? (opts.claim && t.action === 'revert' && t.commit ? 'reverted' : undefined);
-    return event && wanted.has(event) ? [{ t, event }] : [];
+    return event ? [{ t, event }] : [];
   });
+  return send(candidates, opts);
+}
+
+/**
+ * A reminder that lastgood's revert request of a failure is still open while the target stays
+ * failed (the controller's `remindUnmerged`): event `unmerged`, to every channel. Never throws.
+ */
+export function notifyUnmerged(t: TargetOutcome, opts: NotifyOptions): Promise<Delivery[]> {
+  return send([{ t, event: 'unmerged' }], opts);
+}
+
+async function send(all: Array<{ t: TargetOutcome; event: NotifyEventName }>, opts: NotifyOptions): Promise<Delivery[]> {
+  const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
+  for (const told of opts.except ?? []) wanted.delete(told);
+  const candidates = all.filter((c) => wanted.has(c.event));
   if (candidates.length === 0) return [];
   const channels = await channelsFor(opts);
   if (channels.length === 0) return [];
@@ -175,6 +188,7 @@ const SLACK_HEAD: Record<NotifyEventName, string> = {
   alert: ':rotating_light: lastgood alert',
   reverted: ':rewind: lastgood reverted',
   'revert-failed': ':x: lastgood could not revert',
+  unmerged: ":hourglass: lastgood's revert is still not merged",
 };
 
 /** A Slack incoming-webhook message (`text` with mrkdwn, which compatible receivers also read). */

@@ -1,0 +1,83 @@
+import test from 'ava';
+import { Octokit } from '@octokit/rest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { testClock } from './support/clock.ts';
+import { tempDir, writeFile } from './support/git.ts';
+import {
+  backend, cluster, config, configText, evaluations, failCanary, gitopsRepo, startController, TOKEN, until,
+} from './support/controller-scenario.ts';
+
+/**
+ * A revert pull request left unmerged while production stays broken (issue 37): the controller
+ * reminds once per `remindUnmerged` — an `unmerged` notification and the counter — never more often,
+ * and stops once the request is merged. Through the controller against the Kubernetes API emulator
+ * and the GitHub API emulator, on a driven clock.
+ */
+
+const EVERY_MS = 30 * 60_000;
+
+test('an unmerged revert request is reminded once per interval while the target stays failed, and no more once it is merged', async (t) => {
+  const posts: Array<{ event: string; pullRequest: string | null }> = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      posts.push(JSON.parse(body) as { event: string; pullRequest: string | null });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => void receiver.close());
+  const urlFile = writeFile(tempDir('lastgood-remind-'), 'url', `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook\n`);
+
+  const repo = gitopsRepo();
+  const clock = testClock();
+  const kube = await cluster(repo, { clock });
+  t.teardown(() => kube.close());
+  const be = await backend('github', repo);
+  t.teardown(() => be.close());
+  const text = `${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  remindUnmerged: 30m\n' })}notify:\n  webhook: { urlFrom: { file: ${urlFile} } }\n`;
+  const { seen, onEvaluated } = evaluations();
+  const { controller, acted } = await startController(kube, config(text), be.open(), { clock, onEvaluated });
+  t.teardown(() => controller.stop());
+  await until('ready, leading and observed', () => controller.ready && controller.isLeader && seen.length > 0);
+
+  clock.advance(1000);
+  failCanary(kube, 'Failed', clock);
+  const opened = await until('the pull request', () => acted[0]);
+  t.truthy(opened.pullRequest);
+  await until('the revert announced', () => posts.length >= 1);
+  await controller.idle();
+  t.deepEqual(posts.map((p) => p.event), ['reverted']);
+  const scrape = async () => (await (await fetch(`http://127.0.0.1:${controller.address!.port}/metrics`)).text());
+
+  // not before the interval
+  clock.advance(EVERY_MS - 1);
+  await controller.idle();
+  t.deepEqual(posts.map((p) => p.event), ['reverted'], 'nothing before the interval');
+  // at the interval, once; and once more an interval later
+  clock.advance(1);
+  await until('the first reminder', () => posts.length >= 2);
+  await controller.idle();
+  clock.advance(EVERY_MS / 2);
+  await controller.idle();
+  t.is(posts.length, 2, 'never more often than the interval');
+  clock.advance(EVERY_MS / 2);
+  await until('the second reminder', () => posts.length >= 3);
+  await controller.idle();
+  t.deepEqual(posts.map((p) => p.event), ['reverted', 'unmerged', 'unmerged']);
+  t.true(posts.slice(1).every((p) => p.pullRequest === opened.pullRequest), 'each names the pull request');
+  t.regex(await scrape(), /^lastgood_revert_reminders_total\{target="podinfo-prod"\} 2$/m);
+
+  // merged: no more reminders, however long the target stays failed
+  const number = Number(/\/pull\/(\d+)$/.exec(opened.pullRequest!)![1]);
+  await new Octokit({ auth: TOKEN, baseUrl: be.apiUrl }).rest.pulls.merge({ owner: 'acme', repo: 'gitops', pull_number: number, merge_method: 'merge' });
+  for (let i = 0; i < 3; i++) {
+    clock.advance(EVERY_MS);
+    await controller.idle();
+  }
+  t.is(posts.length, 3, 'no reminder once merged');
+  t.regex(await scrape(), /^lastgood_revert_reminders_total\{target="podinfo-prod"\} 2$/m);
+  t.is(acted.length, 1, 'acted once: reminders are not acts');
+});
