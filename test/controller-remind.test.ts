@@ -1,12 +1,10 @@
 import test from 'ava';
 import { Octokit } from '@octokit/rest';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { testClock } from './support/clock.ts';
-import { tempDir, writeFile } from './support/git.ts';
 import {
   backend, cluster, config, configText, evaluations, failCanary, gitopsRepo, startController, TOKEN, until,
 } from './support/controller-scenario.ts';
+import { webhookReceiver } from './support/webhook.ts';
 
 /**
  * A revert pull request left unmerged while production stays broken (issue 37): the controller
@@ -18,18 +16,8 @@ import {
 const EVERY_MS = 30 * 60_000;
 
 test('an unmerged revert request is reminded once per interval while the target stays failed, and no more once it is merged', async (t) => {
-  const posts: Array<{ event: string; pullRequest: string | null }> = [];
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      posts.push(JSON.parse(body) as { event: string; pullRequest: string | null });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => void receiver.close());
-  const urlFile = writeFile(tempDir('lastgood-remind-'), 'url', `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook\n`);
+  const hook = await webhookReceiver(t);
+  const posts = hook.received;
 
   const repo = gitopsRepo();
   const clock = testClock();
@@ -37,7 +25,7 @@ test('an unmerged revert request is reminded once per interval while the target 
   t.teardown(() => kube.close());
   const be = await backend('github', repo);
   t.teardown(() => be.close());
-  const text = `${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  remindUnmerged: 30m\n' })}notify:\n  webhook: { urlFrom: { file: ${urlFile} } }\n`;
+  const text = `${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  remindUnmerged: 30m\n' })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`;
   const { seen, onEvaluated } = evaluations();
   const { controller, acted } = await startController(kube, config(text), be.open(), { clock, onEvaluated });
   t.teardown(() => controller.stop());

@@ -1,14 +1,12 @@
 import test from 'ava';
 import { chmodSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { RETRY_MAX_MS } from '../src/decide/tracker.ts';
 import { testClock } from './support/clock.ts';
-import { tempDir, writeFile } from './support/git.ts';
 import {
   backend, cluster, commitsSince, config, configText, evaluations, failCanary, gitopsRepo, startController, until,
 } from './support/controller-scenario.ts';
+import { webhookReceiver } from './support/webhook.ts';
 
 /**
  * A revert the git server keeps refusing (a server hook): the controller retries with its backoff,
@@ -20,28 +18,17 @@ import {
 test('a revert the server refuses, retried: every attempt fails, one revert-failed notification', async (t) => {
   const repo = gitopsRepo();
   // the server's own refusal, as a pre-receive hook says it
-  const hook = path.join(repo.bare, 'hooks', 'pre-receive');
-  writeFileSync(hook, '#!/bin/sh\necho "main is frozen by the release team" >&2\nexit 1\n');
-  chmodSync(hook, 0o755);
-  const posts: Array<{ event: string }> = [];
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      posts.push(JSON.parse(body) as { event: string });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => void receiver.close());
-  const urlFile = writeFile(tempDir('lastgood-hook-url-'), 'url', `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook\n`);
+  const preReceive = path.join(repo.bare, 'hooks', 'pre-receive');
+  writeFileSync(preReceive, '#!/bin/sh\necho "main is frozen by the release team" >&2\nexit 1\n');
+  chmodSync(preReceive, 0o755);
+  const hook = await webhookReceiver(t);
 
   const clock = testClock();
   const kube = await cluster(repo, { clock });
   t.teardown(() => kube.close());
   const be = await backend('http', repo);
   t.teardown(() => be.close());
-  const cfg = config(`${configText({ url: be.url, ...(be.repoSettings ? { repoSettings: be.repoSettings } : {}) })}notify:\n  webhook: { urlFrom: { file: ${urlFile} } }\n`);
+  const cfg = config(`${configText({ url: be.url, ...(be.repoSettings ? { repoSettings: be.repoSettings } : {}) })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`);
   const { seen, onEvaluated } = evaluations();
   const { controller, acted } = await startController(kube, cfg, be.open(), { clock, onEvaluated });
   t.teardown(() => controller.stop());
@@ -64,5 +51,5 @@ test('a revert the server refuses, retried: every attempt fails, one revert-fail
     t.regex(outcome.error?.message ?? '', /main is frozen by the release team/);
   }
   t.deepEqual(commitsSince(repo.bare, repo.c4), [], 'nothing landed');
-  t.deepEqual(posts.map((p) => p.event), ['revert-failed'], 'told once, at the first attempt');
+  t.deepEqual(hook.received.map((p) => p.event), ['revert-failed'], 'told once, at the first attempt');
 });

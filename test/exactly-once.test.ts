@@ -1,10 +1,9 @@
 import test from 'ava';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { lastgood } from './support/cli.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator, type Fault } from './support/github-emulator.ts';
+import { webhookReceiver } from './support/webhook.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
 import { backend, cluster, config, configText, evaluations, failCanary, gitopsRepo, startController, until } from './support/controller-scenario.ts';
@@ -24,20 +23,6 @@ const TOKEN = 'ghs_exactlyOnceToken0123456789abcdef';
 const P = 'apps/podinfo/overlays/prod/';
 const NOW = ['--now', '2026-11-01T12:05:00Z'];
 
-async function webhook(t: { teardown(fn: () => unknown): void }): Promise<{ url: string; received: Array<{ event: string; commit: string | null; pullRequest: string | null }> }> {
-  const received: Array<{ event: string; commit: string | null; pullRequest: string | null }> = [];
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      received.push(JSON.parse(body));
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received };
-}
 
 function gitops() {
   const work = makeRepo();
@@ -53,7 +38,7 @@ async function githubSetup(t: { teardown(fn: () => unknown): void }, mode: 'comm
   const repo = gitops();
   const emulator = await startGitHubEmulator({ bareRepo: repo.bare, owner: 'acme', repo: 'gitops', token: TOKEN, labels: ['lastgood'] });
   t.teardown(() => emulator.close());
-  const hook = await webhook(t);
+  const hook = await webhookReceiver(t);
   const dir = tempDir();
   const config = writeFile(dir, 'lastgood.yaml', `repo:
   url: https://github.com/acme/gitops
@@ -185,7 +170,7 @@ test('git over HTTPS: a push whose connection dropped after git stored it is thi
   const repo = gitops();
   const server = await startGitHttpServer({ root: path.dirname(repo.bare) });
   t.teardown(() => server.close());
-  const hook = await webhook(t);
+  const hook = await webhookReceiver(t);
   const dir = tempDir();
   const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${server.url}/${path.basename(repo.bare)}\n  insecure: true\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.bad}`, applied: `main@sha1:${repo.good}`, ready: 'False' })));
@@ -211,7 +196,7 @@ test('a revert found made by a person is not announced as lastgood\'s', async (t
   const good = commit(repo, { [`${P}values.yaml`]: 'image:\n  tag: 1.0.0\n' }, 'podinfo 1.0.0');
   const bad = commit(repo, { [`${P}values.yaml`]: 'image:\n  tag: 1.1.0\n' }, 'podinfo 1.1.0');
   git(repo, 'revert', '--no-edit', bad);
-  const hook = await webhook(t);
+  const hook = await webhookReceiver(t);
   const dir = tempDir();
   const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${good}`, ready: 'False' })));

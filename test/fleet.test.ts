@@ -1,6 +1,4 @@
 import test, { type ExecutionContext } from 'ava';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createGitHubBackend } from '../src/deliver/github/index.ts';
 import { openRepo } from '../src/deliver/registry.ts';
@@ -14,6 +12,7 @@ import type { KubeEmulator } from './support/kube-emulator.ts';
 import {
   cluster, commitsSince, config, configText, failCanary, gitopsRepo, memoryLogger, startController, TOKEN, until, type GitopsRepo, type Running,
 } from './support/controller-scenario.ts';
+import { webhookReceiver } from './support/webhook.ts';
 
 /**
  * A fleet (issue 35): N controllers, each leading its own cluster (a Kubernetes API emulator
@@ -27,27 +26,6 @@ import {
 
 const N = 10;
 
-/** One receiver for the fleet's webhook notifications: every POST is counted. */
-async function webhook(t: ExecutionContext): Promise<{ url: string; received: Array<Record<string, unknown>>; requests: () => number }> {
-  const received: Array<Record<string, unknown>> = [];
-  let requests = 0;
-  const server = createServer((req, res) => {
-    requests++;
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString('utf8')));
-    req.on('end', () => {
-      try {
-        received.push({ method: req.method, ...(JSON.parse(body) as Record<string, unknown>) });
-      } catch {
-        received.push({ method: req.method, raw: body });
-      }
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, requests: () => requests };
-}
 
 /** The notification part of the config, appended at the top level (the URL comes from the environment, as it must). */
 const notifyConfig = (env: string) => `notify:\n  webhook:\n    urlFrom: { env: ${env} }\n`;
@@ -120,7 +98,7 @@ function assertQuietFleet(t: ExecutionContext, members: Member[], stderr: string
 
 test.serial(`commit mode, ${N} controllers over git smart HTTP, one failure, a foreign commit meanwhile: one revert commit, ≤ 2 pushes each, one notification, one Event per cluster`, async (t) => {
   const stderr = captureStderr(t);
-  const hook = await webhook(t);
+  const hook = await webhookReceiver(t);
   process.env.LASTGOOD_FLEET_HOOK_COMMIT = hook.url;
   t.teardown(() => {
     delete process.env.LASTGOOD_FLEET_HOOK_COMMIT;
@@ -184,7 +162,7 @@ test.serial(`commit mode, ${N} controllers over git smart HTTP, one failure, a f
 
 test.serial(`pull-request mode, ${N} controllers over the GitHub API, one failure: one pull request never rewritten, one claim, no orphan blob, one notification, one Event per cluster`, async (t) => {
   const stderr = captureStderr(t);
-  const hook = await webhook(t);
+  const hook = await webhookReceiver(t);
   process.env.LASTGOOD_FLEET_HOOK_PR = hook.url;
   t.teardown(() => {
     delete process.env.LASTGOOD_FLEET_HOOK_PR;

@@ -86,6 +86,9 @@ td .more { display: block; color: #57606a; font-size: 13px; }
 .error { border-left: 4px solid #b42318; padding: .25rem .75rem; background: #ffebe9; }
 `;
 
+/** What a page of lastgood may load: its own inline style and data: images (no script, no font, no frame, no form). */
+export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
 /** One self-contained HTML5 document: `body` is the HTML inside <body> (its <main> and <footer>). The empty icon: no browser asks for /favicon.ico. */
 export function htmlDocument(title: string, body: string): string {
   return `<!DOCTYPE html>
@@ -93,7 +96,7 @@ export function htmlDocument(title: string, body: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="${PAGE_CSP}">
 <meta name="referrer" content="no-referrer">
 <link rel="icon" href="data:,">
 <title>${title}</title>

@@ -39,6 +39,7 @@ import { kindsToWatch, objectKey, watchObjects, type ObjectWatch, type WatchOpti
 import { groupKind, type Observed } from '../observe/types.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { isOwnRevert } from '../report/once.ts';
+import { revertItselfFailed } from '../decide/guards.ts';
 import { eventFor } from '../report/notify.ts';
 import { readAuditLog } from '../audit/timeline.ts';
 import { eventRecorder, type EventRecorder } from './events.ts';
@@ -497,7 +498,7 @@ export function createController(opts: ControllerOptions): Controller {
     slot.evaluation = evaluate(slot.track, { verdict, target: slot.target, now: clock.now(), intervalMs });
     // the failing revision is lastgood's own revert (history/locate.ts: no revert of a revert): the
     // rollback did not recover the target; said once per failure, as every act is
-    if (outcome.action === 'alert' && NOT_RECOVERED.test(outcome.reason)) metrics.notRecovered(slot.target.name);
+    if (outcome.action === 'alert' && revertItselfFailed(outcome.reason)) metrics.notRecovered(slot.target.name);
     const result = revertResult(outcome);
     if (result) {
       const since = e.verdict.since ? Date.parse(e.verdict.since) : undefined;
@@ -764,9 +765,6 @@ function revisionOf(verdict: Verdict): string | undefined {
 function kindId(gk: string, namespace: string | undefined): string {
   return `${gk}|${namespace ?? '*'}`;
 }
-
-/** The reason locate gives when the failing revision is lastgood's own revert (history/locate.ts). */
-const NOT_RECOVERED = /\bthe revert itself failed: /;
 
 function revertResult(o: TargetOutcome): RevertResult | undefined {
   if (o.action === 'revert') {

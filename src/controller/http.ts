@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { InputError, LocalError } from '../errors.ts';
+import { PAGE_CSP } from '../audit/html.ts';
 
 export interface Readiness {
   ready: boolean;
@@ -30,7 +31,7 @@ export function parseListen(listen: string): { host: string | undefined; port: n
  * font, no frame, no form), it is never framed, and nothing is sniffed.
  */
 export const PAGE_HEADERS = {
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+  'content-security-policy': PAGE_CSP,
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',

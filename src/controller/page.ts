@@ -6,7 +6,7 @@
  * built from the document and the log the controller hands it.
  */
 import { escapeHtml, footerHtml, htmlDocument, linkTo, outside, timelineSection } from '../audit/html.ts';
-import { holdsPhrase } from '../audit/format.ts';
+import { holdsPhrase, short, when } from '../audit/format.ts';
 import type { AuditLog, RevertEntry } from '../audit/schema.ts';
 import type { TargetsDocument, TargetStatus } from './status.ts';
 
@@ -20,8 +20,8 @@ export interface PageOptions {
   commitUrl?: (sha: string) => string | undefined;
 }
 
-const short = (s: string) => (/^[0-9a-f]{40}$/.test(s) ? s.slice(0, 12) : s);
-const time = (s: string | null) => (s ? s.replace(/\.\d{3}Z$/, 'Z').replace('T', ' ').replace('Z', '') : '');
+/** A time as the tables show it: `2026-11-01 12:07:00` (UTC, said in the headings) */
+const time = (s: string | null) => (s ? when(s).replace('T', ' ').replace('Z', '') : '');
 
 /** The verdict's words say it; the colour and the shape only repeat it. */
 const VERDICT_TONE: Record<TargetStatus['verdict'], { tone: string; shape: string }> = {

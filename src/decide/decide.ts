@@ -1,7 +1,7 @@
 import { formatDuration } from '../config/duration.ts';
 import type { ResolvedHook, ResolvedPolicy, ResolvedTarget } from '../config/schema.ts';
 import { ageMs } from '../observe/times.ts';
-import { holdsOf, inFlightOf } from './guards.ts';
+import { holdsOf, inFlightOf, REVERT_ITSELF_FAILED } from './guards.ts';
 import type { ActionKind, Decision, GuardName, HookPlan, RepoGuards, Verdict } from './types.ts';
 
 /** The target settings decide reads. Guard settings left out are off (tests pass plain data). */
@@ -97,7 +97,7 @@ export function decide({ verdict, target, now, observations, guards }: DecideInp
   }
   if (action === 'revert' && guards?.revertOfRevert) {
     const r = guards.revertOfRevert;
-    return held('alert', 'revert-of-revert', `${verdict.summary}; the revert itself failed: the failing revision ${r.commit.slice(0, 12)} is lastgood's own revert for ${r.target}: lastgood never reverts a revert, a person must look; alert`);
+    return held('alert', 'revert-of-revert', `${verdict.summary}; ${REVERT_ITSELF_FAILED}: the failing revision ${r.commit.slice(0, 12)} is lastgood's own revert for ${r.target}: lastgood never reverts a revert, a person must look; alert`);
   }
   if (target.maxAgeMs !== undefined && age !== undefined && age > target.maxAgeMs) {
     return held('none', 'maxAge', `ignored: failure is ${formatDuration(age)} old, older than maxAge ${formatDuration(target.maxAgeMs)}; ${verdict.summary}`);

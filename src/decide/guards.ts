@@ -105,3 +105,15 @@ export function failingRevision(evidence: Evidence[]): string | undefined {
   const failing = evidence.filter((e) => e.state === 'failed' || e.state === 'progressing');
   return [...failing, ...evidence].find((e) => e.attempted?.sha)?.attempted?.sha;
 }
+
+/**
+ * The words that say a target failed at lastgood's own revert: decide's revert-of-revert guard and
+ * locate's refusal both say them. A notification calls that `revert-failed`, and the controller
+ * counts it as a rollback that did not recover (lastgood_rollbacks_not_recovered_total).
+ */
+export const REVERT_ITSELF_FAILED = 'the revert itself failed';
+
+/** The outcome's reason says the target failed at lastgood's own revert. */
+export function revertItselfFailed(reason: string): boolean {
+  return reason.includes(`${REVERT_ITSELF_FAILED}: `);
+}

@@ -2,7 +2,7 @@
 import { resolveNotify } from '../config/schema.ts';
 import type { HookPlan, Verdict } from '../decide/types.ts';
 import { hookPayload, runHook } from '../decide/hook.ts';
-import { notify, notifyUnmerged } from '../report/notify.ts';
+import { notify, notifyUnmerged, type NotifyOptions } from '../report/notify.ts';
 import { claimEffect } from '../report/once.ts';
 import type { TargetOutcome, Report, RunOptions } from './types.ts';
 
@@ -47,21 +47,22 @@ export async function hookAlone(outcome: TargetOutcome, hook: HookPlan, opts: Pi
  */
 export async function notifyOutcomes(report: Report, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'dryRun' | 'repo' | 'commitUrl' | 'failureAnnounced'>): Promise<void> {
   if (opts.dryRun) return;
-  const commitUrl = commitLinks(opts);
   await notify(report, {
-    ...(opts.config.notify ? { config: resolveNotify(opts.config.notify)! } : {}), env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
+    ...notifyOptions(opts),
     claim: (t) => claimEffect(opts.repo, t, 'notified', opts.now, opts.log),
     ...(opts.failureAnnounced ? { except: ['revert-failed'] as const } : {}),
   });
 }
 
 /** The reminder that a revert request is still open while its target stays failed (the controller's remindUnmerged). */
-export async function remindUnmerged(outcome: TargetOutcome, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'repo' | 'commitUrl'>): Promise<boolean> {
+export async function remindUnmerged(outcome: TargetOutcome, opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'repo' | 'commitUrl'>): Promise<void> {
+  await notifyUnmerged(outcome, notifyOptions(opts));
+}
+
+/** Where and how a run's notifications go: the config's channels, the environment, links to the host's commit pages. */
+function notifyOptions(opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'repo' | 'commitUrl'>): NotifyOptions {
   const commitUrl = commitLinks(opts);
-  const sent = await notifyUnmerged(outcome, {
-    ...(opts.config.notify ? { config: resolveNotify(opts.config.notify)! } : {}), env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}),
-  });
-  return sent.some((d) => d.ok);
+  return { ...(opts.config.notify ? { config: resolveNotify(opts.config.notify)! } : {}), env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}) };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { RevertImpossible } from '../errors.ts';
 import type { Evidence } from '../decide/types.ts';
+import { REVERT_ITSELF_FAILED } from '../decide/guards.ts';
 import type { CommitInfo, RepoReader } from '../repo/types.ts';
 import { modelTarget, inPaths, type TargetModeler } from '../model/index.ts';
 import { ModelHistory } from '../model/history.ts';
@@ -482,7 +483,7 @@ async function fromCandidates(ctx: Ctx, range: RangeState, findings: Finding[], 
   }
   const bad = [...distinct.values()];
   for (const c of bad) {
-    if (lastgoodTarget(c.message)) throw new RevertImpossible(`the revert itself failed: ${c.oid} is a lastgood revert (no revert of a revert); a person must look`);
+    if (lastgoodTarget(c.message)) throw new RevertImpossible(`${REVERT_ITSELF_FAILED}: ${c.oid} is a lastgood revert (no revert of a revert); a person must look`);
   }
   const oldest = bad[bad.length - 1]!;
   const lkg = oldest.parents[0];
@@ -526,7 +527,7 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
   if (ownIndex >= 0) {
     const own = line[ownIndex]!;
     if (ownIndex === 0 || (await Promise.all(line.slice(0, ownIndex).map((c) => history.touches(c)))).every((t) => !t)) {
-      throw new RevertImpossible(`the revert itself failed: ${own.oid} is a lastgood revert (no revert of a revert); a person must look`);
+      throw new RevertImpossible(`${REVERT_ITSELF_FAILED}: ${own.oid} is a lastgood revert (no revert of a revert); a person must look`);
     }
     theirs = own.oid;
     line = line.slice(0, ownIndex);

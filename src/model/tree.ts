@@ -726,19 +726,23 @@ export class TreeView {
 
   /** A file's bytes; `where`, its path, names it where the build's bounds refuse it. */
   async read(oid: string, where?: string): Promise<Uint8Array> {
-    let bytes: Uint8Array | undefined;
-    for (const f of this.written.values()) if (f.oid === oid && f.content) bytes = f.content;
-    bytes ??= await this.cache.blob(oid);
+    const bytes = this.plannedContent(oid) ?? (await this.cache.blob(oid));
     this.budget.count(oid, bytes.byteLength, where);
     return bytes;
   }
 
+  /** The content of a file the planned change writes, by its oid (it is in no repository yet). */
+  private plannedContent(oid: string): Uint8Array | undefined {
+    for (const f of this.written.values()) if (f.oid === oid && f.content) return f.content;
+    return undefined;
+  }
+
   /** Parses a blob once (per reader): `kind` separates readings of the same bytes; `where` as for `read`. */
   async parse<T>(kind: string, oid: string, parse: (bytes: Uint8Array) => T, where?: string): Promise<T> {
-    for (const f of this.written.values()) {
-      if (f.oid !== oid || !f.content) continue;
-      this.budget.count(oid, f.content.byteLength, where);
-      return parse(f.content);
+    const planned = this.plannedContent(oid);
+    if (planned) {
+      this.budget.count(oid, planned.byteLength, where);
+      return parse(planned);
     }
     const { value, size } = await this.cache.parse(`${kind}:${oid}`, oid, parse);
     this.budget.count(oid, size, where);

@@ -10,6 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { ResolvedNotify, SecretRefConfig } from '../config/schema.ts';
+import { revertItselfFailed } from '../decide/guards.ts';
 import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact, registerSecret } from '../errors.ts';
 import { scrubbedCopy } from '../scrub.ts';
@@ -57,7 +58,7 @@ const ENV_DEFAULTS: Record<ChannelKind, string> = { webhook: 'LASTGOOD_WEBHOOK_U
 /** Which notification an outcome calls for, if any. */
 export function eventFor(t: Pick<TargetOutcome, 'action' | 'reason' | 'commit' | 'created'>): NotifyEventName | undefined {
   if (t.action === 'revert' && t.commit && t.created !== false) return 'reverted';
-  if (t.action === 'alert') return /^(revert impossible|revert failed)\b|the revert itself failed/.test(t.reason) ? 'revert-failed' : 'alert';
+  if (t.action === 'alert') return /^(revert impossible|revert failed)\b/.test(t.reason) || revertItselfFailed(t.reason) ? 'revert-failed' : 'alert';
   return undefined;
 }
 
