@@ -267,7 +267,7 @@ browserTest('the page at / in Chromium: the target, its verdict, the revert, the
   t.deepEqual(dom.marks, { revert: 1, 'person-revert': 1 });
   t.true(dom.markTitles.some((title) => title.endsWith(`podinfo 6.1.0 again ${HOSTILE}`)), 'the subject, as text, in the tooltip');
   t.regex(dom.svgLabel[0]!, /^Timeline from \S+ to \S+ \(UTC\)\. podinfo-prod: 1 revert, 1 person's revert\.$/);
-  t.deepEqual(dom.legend, ["lastgood's revert", 'request or review branch', 'verified last-known-good', "a person's revert"]);
+  t.deepEqual(dom.legend, ["lastgood's revert", 'request or review branch', 'verified last-known-good', "a person's revert", 'recovered at the revert']);
   t.deepEqual(dom.links, ['/targets']);
   t.is(dom.dangerous, 0);
   t.deepEqual(requests, [r.url], 'nothing loaded but the page');

@@ -1,6 +1,7 @@
 import { redact } from '../scrub.ts';
 import { codeSpan, PORTABLE_MARKDOWN, terminalText } from '../revert/markup.ts';
-import type { AuditLog, AuditWindow, Entry, Holds, RequestEntry, RevertEntry, TargetLog } from './schema.ts';
+import type { AuditLog, AuditWindow, Entry, Holds, RecoveredEntry, RequestEntry, RevertEntry, TargetLog } from './schema.ts';
+import { formatDuration } from '../config/duration.ts';
 
 /**
  * `lastgood log` as people read it: aligned text for a terminal (colours when it is one and
@@ -30,6 +31,7 @@ export function counts(t: TargetLog): string {
     n('request') && plural(n('request'), 'request'),
     n('verified') && plural(n('verified'), 'verified last-known-good'),
     n('person-revert') && plural(n('person-revert'), "person's revert", "people's reverts"),
+    n('recovered') && plural(n('recovered'), 'recovery', 'recoveries'),
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'nothing in this window';
 }
@@ -56,7 +58,7 @@ export function holdsPhrase(h: Holds, quote: (text: string) => string = (text) =
 
 const HOLDS_COLOR: Record<Holds['state'], Color> = { holds: 'green', undone: 'red', superseded: 'yellow', 'released-since': 'yellow' };
 const STATE_COLOR: Record<RequestEntry['state'], Color> = { open: 'yellow', merged: 'green', closed: 'dim' };
-const KIND_COLOR: Record<Entry['kind'], Color> = { revert: 'cyan', request: 'cyan', verified: 'green', 'person-revert': 'red' };
+const KIND_COLOR: Record<Entry['kind'], Color> = { revert: 'cyan', request: 'cyan', verified: 'green', 'person-revert': 'red', recovered: 'green' };
 
 /** One entry as `lastgood log` phrases it (the text, and the HTML of html.ts). */
 export interface Row {
@@ -91,6 +93,12 @@ export function rowOf(e: Entry): Row {
     }
     case 'verified':
       return { at: e.at, kind: 'verified', ref: short(e.commit), kindColor: KIND_COLOR.verified, text: [`observed healthy (${e.where}): ${e.evidence}`], more: [] };
+    case 'recovered':
+      return {
+        at: e.at, kind: 'recovered', ref: short(e.revision), kindColor: KIND_COLOR.recovered,
+        text: [`healthy again at lastgood's revert ${short(e.revert)}, `, ['green', recoveryPhrase(e)]],
+        more: [recoveryTimesLine(e), ...(e.url ? [e.url] : [])],
+      };
     case 'person-revert':
       return {
         at: e.at, kind: 'person revert', ref: short(e.commit), kindColor: KIND_COLOR['person-revert'],
@@ -98,6 +106,17 @@ export function rowOf(e: Entry): Row {
         more: e.url ? [e.url] : [],
       };
   }
+}
+
+/** "6m12s after the failure began (detect 30s, revert 11s, review 3m2s, sync 1m10s, rollout 1m19s)" */
+export function recoveryPhrase(e: Pick<RecoveredEntry, 'seconds' | 'phases'>): string {
+  return `${formatDuration(e.seconds * 1000)} after the failure began (${e.phases.map((p) => `${p.phase} ${formatDuration(p.seconds * 1000)}`).join(', ')})`;
+}
+
+/** Each phase's moment: "began 12:00:00Z, confirmed 12:00:30Z, …" */
+export function recoveryTimesLine(e: RecoveredEntry): string {
+  const at = (s: string) => when(s).slice(11);
+  return `began ${at(e.began)}, confirmed ${at(e.confirmed)}, written ${at(e.written)}${e.merged ? `, merged ${at(e.merged)}` : ''}, synced ${at(e.synced)}, healthy ${at(e.healthy)} (${e.mode} mode)`;
 }
 
 export function formatLogText(log: AuditLog, opts: { color?: boolean } = {}): string {
@@ -154,6 +173,11 @@ export function formatLogMarkdown(log: AuditLog): string {
           what = 'verified';
           ref = link(e.commit, e.url);
           details = `observed healthy (${code(e.where)}): ${code(e.evidence)}`;
+          break;
+        case 'recovered':
+          what = 'recovered';
+          ref = link(e.revision, e.url);
+          details = `healthy again at lastgood's revert ${code(short(e.revert))}, **${recoveryPhrase(e)}**<br>${recoveryTimesLine(e)}`;
           break;
         case 'person-revert':
           what = "person's revert";

@@ -138,6 +138,7 @@ export const MARKS: Record<MarkKind, MarkStyle> = {
   request: { label: 'request or review branch', one: 'request', many: 'requests', colour: '#6639ba', shape: (c) => `<rect x="-5.5" y="-5.5" width="11" height="11" fill="#fff" stroke="${c}" stroke-width="2.5"/>` },
   verified: { label: 'verified last-known-good', one: 'verified last-known-good', many: 'verified last-known-goods', colour: '#116329', shape: (c) => `<path d="M0 -7.5 L7.5 0 L0 7.5 L-7.5 0 Z" fill="${c}"/>` },
   'person-revert': { label: "a person's revert", one: "person's revert", many: "people's reverts", colour: '#b42318', shape: (c) => `<path d="M-6 -6 L6 6 M6 -6 L-6 6" stroke="${c}" stroke-width="3.2" stroke-linecap="round"/>` },
+  recovered: { label: 'recovered at the revert', one: 'recovery', many: 'recoveries', colour: '#116329', shape: (c) => `<path d="M-6 0.5 L-2 4.5 L6 -4.5" fill="none" stroke="${c}" stroke-width="3.2" stroke-linecap="round" stroke-linejoin="round"/>` },
 };
 
 export interface TimelineMark {

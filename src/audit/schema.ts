@@ -80,7 +80,27 @@ export const PersonRevertEntrySchema = z.strictObject({
   url: Url,
 });
 
-export const EntrySchema = z.discriminatedUnion('kind', [RevertEntrySchema, RequestEntrySchema, VerifiedEntrySchema, PersonRevertEntrySchema]);
+export const RecoveredEntrySchema = z.strictObject({
+  kind: z.literal('recovered'),
+  at: Time.describe('when the target was healthy again (the start of the healthy run that then soaked)'),
+  revert: Sha.describe('the commit lastgood wrote (its revert) that the target recovered at'),
+  revision: Sha.describe('the revision the target was verified healthy at (it contains the revert)'),
+  mode: z.enum(['commit', 'pull-request']),
+  began: Time.describe("the failure began (the failed objects' own times)"),
+  confirmed: Time.describe('lastgood confirmed it and decided to revert'),
+  written: Time.describe('the revert was written: the commit pushed, or the request opened'),
+  merged: Time.nullable().describe('the request was merged (pull-request mode)'),
+  synced: Time.describe('the GitOps engine applied a revision containing the revert'),
+  healthy: Time.describe('the target was healthy at it'),
+  seconds: z.number().nonnegative().describe('from began to healthy'),
+  phases: z.array(z.strictObject({
+    phase: z.enum(['detect', 'revert', 'review', 'sync', 'rollout']),
+    seconds: z.number().nonnegative(),
+  })).describe('detect: began → confirmed; revert: → written; review: → merged (pull-request mode); sync: → synced; rollout: → healthy'),
+  url: Url,
+});
+
+export const EntrySchema = z.discriminatedUnion('kind', [RevertEntrySchema, RequestEntrySchema, VerifiedEntrySchema, PersonRevertEntrySchema, RecoveredEntrySchema]);
 
 export const WindowSchema = z.strictObject({
   since: Time,
@@ -114,6 +134,7 @@ export type RevertEntry = z.infer<typeof RevertEntrySchema>;
 export type RequestEntry = z.infer<typeof RequestEntrySchema>;
 export type VerifiedEntry = z.infer<typeof VerifiedEntrySchema>;
 export type PersonRevertEntry = z.infer<typeof PersonRevertEntrySchema>;
+export type RecoveredEntry = z.infer<typeof RecoveredEntrySchema>;
 export type Entry = z.infer<typeof EntrySchema>;
 export type AuditWindow = z.infer<typeof WindowSchema>;
 export type TargetLog = z.infer<typeof TargetLogSchema>;

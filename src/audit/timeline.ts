@@ -15,13 +15,15 @@
  *   change is a later release (found by bisection: a few reads per revert, not one per commit);
  * - the requests lastgood opened (RepoBackend.reviewRequests: GitHub, the merge-request hosts) and
  *   their state, or its review branches where the host has no request API (RepoBackend.branches);
- * - the verified last-known-good records (NotesStore: git notes, GitHub deployments).
+ * - the verified last-known-good records (NotesStore: git notes, GitHub deployments);
+ * - the recoveries the controller recorded (engine/recovery.ts: the target healthy again at a revert, with its phases).
  */
 import { LastgoodError, RemoteError } from '../errors.ts';
 import { NOTES_REF, type NotesStore } from '../history/notes.ts';
+import { phases, recoveryMs } from '../decide/recovery.ts';
 import type { CommitInfo, RepoBackend, ReviewState } from '../repo/types.ts';
 import { parseRevertMessage, revertsNamed, type RevertRecord } from './record.ts';
-import { LOG_SCHEMA_ID, type AuditLog, type Entry, type Holds, type PersonRevertEntry, type RequestEntry, type RevertEntry, type TargetLog, type VerifiedEntry } from './schema.ts';
+import { LOG_SCHEMA_ID, type AuditLog, type Entry, type Holds, type PersonRevertEntry, type RecoveredEntry, type RequestEntry, type RevertEntry, type TargetLog, type VerifiedEntry } from './schema.ts';
 
 /**
  * The most first-parent commits one log reads, and the window without --since: a week answers
@@ -126,6 +128,7 @@ export async function readAuditLog(opts: AuditOptions): Promise<AuditLog> {
       entries.push(requestEntry(r));
     }
     if (store) entries.push(...(await verifiedEntries(store, target.name, opts.since, notes, url)));
+    if (store?.recoveries) entries.push(...(await recoveredEntries(store, target.name, opts.since, notes, url)));
     entries.sort(newestFirst);
     targets.push({ name: target.name, paths: target.paths, entries });
   }
@@ -302,12 +305,39 @@ async function verifiedEntries(store: NotesStore, target: string, since: Date, n
     .map((r) => ({ kind: 'verified' as const, at: isoOf(r.at), commit: r.commit, evidence: r.evidence, where, url: url(r.commit) }));
 }
 
-const KIND_ORDER: Record<Entry['kind'], number> = { 'person-revert': 0, revert: 1, request: 2, verified: 3 };
+/** The recoveries the controller recorded on lastgood's reverts (history/notes.ts RecoveryRecord), in the window. */
+async function recoveredEntries(store: NotesStore, target: string, since: Date, notes: string[], url: (sha: string) => string | null): Promise<RecoveredEntry[]> {
+  let records;
+  try {
+    records = await store.recoveries!(target);
+  } catch (error) {
+    if (!(error instanceof RemoteError) || (error.status !== 403 && error.status !== 404)) throw error;
+    notes.push(`the recovery records (${store.where ?? `git notes ${NOTES_REF}`}) were not read: ${error.message}`);
+    return [];
+  }
+  return records
+    .filter((r) => Date.parse(r.healthy) >= since.getTime())
+    .map((r) => {
+      const times = {
+        began: Date.parse(r.began), confirmed: Date.parse(r.confirmed), written: Date.parse(r.written),
+        ...(r.merged ? { merged: Date.parse(r.merged) } : {}), synced: Date.parse(r.synced), healthy: Date.parse(r.healthy),
+      };
+      return {
+        kind: 'recovered' as const, at: isoOf(r.healthy), revert: r.revert, revision: r.revision, mode: r.mode,
+        began: isoOf(r.began), confirmed: isoOf(r.confirmed), written: isoOf(r.written), merged: r.merged ? isoOf(r.merged) : null,
+        synced: isoOf(r.synced), healthy: isoOf(r.healthy), seconds: recoveryMs(times) / 1000,
+        phases: phases(times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 })), url: url(r.revision),
+      };
+    });
+}
+
+const KIND_ORDER: Record<Entry['kind'], number> = { 'person-revert': 0, recovered: 1, revert: 2, request: 3, verified: 4 };
 
 function newestFirst(a: Entry, b: Entry): number {
   if (a.at !== b.at) return a.at < b.at ? 1 : -1;
   if (a.kind !== b.kind) return KIND_ORDER[a.kind] - KIND_ORDER[b.kind];
-  return ('commit' in a ? a.commit : a.branch) < ('commit' in b ? b.commit : b.branch) ? -1 : 1;
+  const key = (e: Entry) => ('commit' in e ? e.commit : 'revert' in e ? e.revert : e.branch);
+  return key(a) < key(b) ? -1 : 1;
 }
 
 /** `--since 7d|36h|ISO`: a duration back from now, or a time. */

@@ -216,14 +216,14 @@ export const SecretRef = z.union([
   z.object({ file: z.string().min(1).describe('path of a file holding the value (e.g. a mounted Secret)') }).strict(),
 ]);
 
-export const NotifyEvent = z.enum(['alert', 'reverted', 'revert-failed', 'unmerged']);
+export const NotifyEvent = z.enum(['alert', 'reverted', 'revert-failed', 'unmerged', 'recovered']);
 
 /** Notifications: a generic JSON webhook and a Slack-compatible incoming webhook. */
 export const Notify = z
   .object({
     webhook: z.object({ urlFrom: SecretRef }).strict().optional().describe('generic webhook (JSON POST); default: env LASTGOOD_WEBHOOK_URL'),
     slack: z.object({ urlFrom: SecretRef }).strict().optional().describe('Slack incoming webhook; default: env LASTGOOD_SLACK_WEBHOOK_URL'),
-    events: z.array(NotifyEvent).default(['alert', 'reverted', 'revert-failed', 'unmerged']).describe("which outcomes to send (unmerged: the controller's reminder that a revert request is still open, controller.remindUnmerged)"),
+    events: z.array(NotifyEvent).default(['alert', 'reverted', 'revert-failed', 'unmerged', 'recovered']).describe("which outcomes to send (unmerged: the controller's reminder that a revert request is still open, controller.remindUnmerged; recovered: the controller saw the target healthy again at lastgood's revert, with the recovery's phases)"),
     timeout: Duration.default('10s'),
   })
   .strict();

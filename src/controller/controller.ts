@@ -30,7 +30,10 @@ import { Controller as ControllerSchema, resolveTarget, type Config, type Contro
 import { failingRevision } from '../decide/guards.ts';
 import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from '../decide/tracker.ts';
 import type { RepoGuards, Verdict } from '../decide/types.ts';
-import { analysisSessions, assessTarget, gatherGuards, recordHealthy, remindUnmerged, runTracked, type TargetOutcome } from '../engine/index.ts';
+import { analysisSessions, assessTarget, gatherGuards, recordHealthy, recover, remindUnmerged, runTracked, type KnownRevert, type TargetOutcome } from '../engine/index.ts';
+import { soaked } from '../decide/soak.ts';
+import { phases } from '../decide/recovery.ts';
+import type { RecoveryRecord } from '../history/notes.ts';
 import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
 import { clusterReader } from '../observe/kube.ts';
 import { kubeErrorText, kubeServer } from '../observe/kube-errors.ts';
@@ -133,6 +136,16 @@ interface Slot {
   failureToldFor?: string;
   /** the failure (tracker key) whose revert exists: lastgood_target_reverted */
   revertedKey?: string;
+  /**
+   * Recovery (engine/recovery.ts): whether to look for it when the target has soaked healthy (it was
+   * seen failing or stuck since the last look, or first seen healthy and not yet soaked after a
+   * start); the revert this replica made, with the times it saw; the revision the engine reported
+   * and when it was first seen; the last recovery known, for /targets.
+   */
+  recoveryDue: boolean;
+  known?: KnownRevert;
+  applied?: { sha: string; at: number };
+  lastRecovery?: RecoveryRecord;
   /** pull-request mode with remindUnmerged: the revert request of a failure, reminded of while it stays open and the failure stays */
   reminder?: { key: string; outcome: TargetOutcome; timer?: Timer };
   /** metric checks (src/analysis/): the session keeps the measurements; an update runs off the hot path */
@@ -178,6 +191,7 @@ export function createController(opts: ControllerOptions): Controller {
     queued: false,
     busy: false,
     recorded: new Set(),
+    recoveryDue: false,
     log: log.child({ target: target.name }),
   }));
   // metric checks: one session per target that has them; templates and ReplicaSets are read by name, on demand
@@ -280,6 +294,7 @@ export function createController(opts: ControllerOptions): Controller {
     if (slot.analysis) slot.analysis.evidence = analysis?.evidence ?? [];
     const verdict = assessTarget(slot.target, observed, new Date(now), allResources, analysis?.evidence);
     const before = slot.verdict?.verdict;
+    noteRecovery(slot, verdict, now);
     slot.track = observe(slot.track, verdict, now);
     slot.verdict = verdict;
     slot.observed = observed;
@@ -359,10 +374,61 @@ export function createController(opts: ControllerOptions): Controller {
     const e = slot.evaluation;
     // a decision on metric evidence older than what is observed waits for the update under way
     if (!e || !leading || stopping || slot.busy || slot.analysis?.pending) return;
-    if (e.act) work(slot, () => act(slot));
-    else if (e.verdict.verdict === 'healthy' && settings.record && repo.notes && e.soak?.ok) {
-      const sha = revisionOf(e.verdict);
-      if (sha && !isRecorded(slot, sha)) work(slot, () => record(slot, now));
+    if (e.act) return work(slot, () => act(slot));
+    // records (verified last-known-good, recoveries) are written where the config allows it
+    if (e.verdict.verdict !== 'healthy' || !settings.record || !repo.notes) return;
+    const sha = revisionOf(e.verdict);
+    if (e.soak?.ok && sha && !isRecorded(slot, sha)) return work(slot, () => record(slot, now));
+    if (slot.recoveryDue) {
+      const soak = soaked({ verdict: e.verdict, soakMs: slot.target.soakMs, now, ...(slot.track.healthy ? { watched: slot.track.healthy } : {}) });
+      if (soak.ok) work(slot, () => recovery(slot, soak.revision, soak.since, now));
+      else if (soak.at !== undefined) schedule(slot, earliest(slot.wantAt, soak.at));
+    }
+  }
+
+  /**
+   * What recovery tracking keeps from each observation: the revision the engine reports (and when
+   * it was first seen: the sync), and whether to look for a recovery once the target has soaked
+   * healthy: after it was seen failing or stuck, or, after a start, when its first sight is a
+   * healthy run not yet soaked (it may have just recovered while no replica watched).
+   */
+  function noteRecovery(slot: Slot, verdict: Verdict, now: number): void {
+    const reported = verdict.evidence.map((x) => x.attempted?.sha).find(Boolean);
+    if (reported && !(slot.applied && (slot.applied.sha.startsWith(reported) || reported.startsWith(slot.applied.sha)))) slot.applied = { sha: reported, at: now };
+    if (verdict.verdict === 'failed' || verdict.verdict === 'stuck') slot.recoveryDue = true;
+    else if (!slot.verdict && verdict.verdict === 'healthy') {
+      const soak = soaked({ verdict, soakMs: slot.target.soakMs, now });
+      if (!soak.ok) slot.recoveryDue = true;
+    }
+  }
+
+  /** The target has soaked healthy at `revision`: did it recover from lastgood's revert? Recorded and announced once (engine/recovery.ts). */
+  async function recovery(slot: Slot, revision: string, healthySince: number, now: number): Promise<void> {
+    try {
+      const applied = slot.applied && (slot.applied.sha.startsWith(revision) || revision.startsWith(slot.applied.sha)) ? slot.applied.at : undefined;
+      const r = await recover({
+        repo, config, target: slot.target, verdict: slot.verdict!, revision, healthySince, now: new Date(now), log: slot.log,
+        ...(applied !== undefined ? { syncedAt: applied } : {}), ...(slot.known ? { known: slot.known } : {}), ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}),
+      });
+      slot.recoveryDue = false;
+      if (!r.recovered) {
+        slot.log.debug({ revision, reason: r.reason }, 'no recovery to record');
+        return;
+      }
+      slot.lastRecovery = r.record;
+      slot.known = undefined;
+      if (!r.claimed) {
+        slot.log.info({ revision, revert: r.record.revert }, 'recovery recorded before (a retry, another replica): not announced again');
+        return;
+      }
+      metrics.recovered(slot.target.name, r.record.mode, (r.times.healthy - r.times.began) / 1000, phases(r.times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 })));
+      slot.log.info({ revision, revert: r.record.revert, recovery: r.sentence }, 'recovered');
+      const engineObject = slot.observed.find((o) => o.object.metadata.name && slot.verdict?.evidence.some((x) => x.attempted?.sha && x.name === o.object.metadata.name && x.namespace === o.object.metadata.namespace && groupKind(o.object.apiVersion, o.object.kind) === x.groupKind));
+      const regarding = engineObject ?? slot.observed[0];
+      if (events && regarding) await events.record(regarding.object, r.outcome);
+    } catch (error) {
+      if (error instanceof RemoteError) metrics.remoteError(error.system);
+      slot.log.warn({ err: error instanceof LastgoodError ? error.message : error }, 'cannot record the recovery (tried again on the next change)');
     }
   }
 
@@ -467,6 +533,7 @@ export function createController(opts: ControllerOptions): Controller {
       tell(slot, e);
       return;
     }
+    const confirmedAt = clock.now();
     const outcome = await runTracked({
       config, observed: slot.observed, now: new Date(now), target: slot.target, evaluation: e, observations: slot.track.failedInARow, guards,
       repo, dryRun: false, log: tlog, failureAnnounced: slot.failureToldFor === key, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}), ...analysisOf(slot),
@@ -479,6 +546,10 @@ export function createController(opts: ControllerOptions): Controller {
       at: new Date().toISOString(), action: outcome.action, reason: outcome.reason, commit: outcome.commit ?? null, pullRequest: outcome.pullRequest ?? null,
       created: outcome.created ?? null, lastKnownGood: outcome.lastKnownGood ?? null, error: outcome.error?.message ?? null,
     };
+    if (outcome.action === 'revert' && outcome.commit) {
+      const began = e.verdict.since ? Date.parse(e.verdict.since) : Number.NaN;
+      slot.known = { commit: outcome.commit, confirmed: confirmedAt, written: clock.now(), ...(Number.isNaN(began) ? {} : { began }) };
+    }
     if (outcome.action === 'revert' && (outcome.commit || outcome.pullRequest)) {
       slot.revertedKey = key;
       metrics.reverted(slot.target.name, true);
@@ -580,6 +651,13 @@ export function createController(opts: ControllerOptions): Controller {
         // newest first: the first record of a target is its newest last-known-good
         s.lastKnownGood ??= { commit: r.commit, at: r.at, source: 'repository' };
       }
+      // newest first: each target's newest recovery on record, for /targets (a store that cannot say is left out)
+      return store.recoveries?.().then((recoveries) => {
+        for (const r of recoveries ?? []) {
+          const s = bySlot.get(r.target);
+          if (s) s.lastRecovery ??= r;
+        }
+      });
     }));
   }
   async function record(slot: Slot, now: number): Promise<void> {
@@ -684,6 +762,7 @@ export function createController(opts: ControllerOptions): Controller {
         ...(slot.verdict && revisionOf(slot.verdict) ? { revision: revisionOf(slot.verdict)! } : {}),
         ...(slot.lastKnownGood ? { lastKnownGood: slot.lastKnownGood } : {}),
         ...(slot.lastAction ? { lastAction: slot.lastAction } : {}),
+        ...(slot.lastRecovery ? { lastRecovery: slot.lastRecovery } : {}),
         ...(slot.assessedAt !== undefined ? { assessedAt: slot.assessedAt } : {}),
       })),
     };

@@ -1,6 +1,7 @@
 /**
  * Kubernetes Events on the failing object (`kubectl describe` and `kubectl events` show them):
- * one when a revert is written, one when a failure is left to a person. The one write the
+ * one when a revert is written, one when a failure is left to a person, one when the target
+ * recovered at lastgood's revert. The one write the
  * controller makes in the cluster, and an optional one: a refusal (no RBAC for events) is logged,
  * never retried, and changes nothing else.
  *
@@ -85,6 +86,10 @@ function describeOutcome(o: TargetOutcome): { action: string; reason: string; ty
   }
   if (o.action === 'revert' && o.commit) {
     return { action: 'Revert', reason: 'RevertCommitted', type: 'Normal', note: `lastgood committed ${o.commit.slice(0, 12)} on the config repository for target ${o.name}: reverts${bad}${to}. ${o.summary}` };
+  }
+  // a recovery (engine/recovery.ts): healthy again at lastgood's revert
+  if (o.action === 'none' && o.verdict === 'healthy' && o.commit) {
+    return { action: 'Recover', reason: 'Recovered', type: 'Normal', note: `lastgood: target ${o.name} ${o.reason}` };
   }
   if (o.action === 'alert' && (o.verdict === 'failed' || o.verdict === 'stuck')) {
     return { action: 'Alert', reason: 'NotReverted', type: 'Warning', note: `lastgood did not revert target ${o.name}: ${o.reason}` };

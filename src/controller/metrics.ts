@@ -11,6 +11,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ActionKind, VerdictState } from '../decide/types.ts';
+import { RECOVERY_PHASES } from '../decide/recovery.ts';
 
 export type RevertResult = 'created' | 'existing' | 'nothing-to-write' | 'refused' | 'impossible' | 'error';
 
@@ -44,6 +45,8 @@ export interface ControllerMetrics {
   notRecovered(target: string): void;
   /** a reminder that the target's revert request is still open while it stays failed: lastgood_revert_reminders_total */
   reminded(target: string): void;
+  /** a revert's recovery, observed once by the replica that recorded it: lastgood_recovery_seconds and lastgood_recovery_phase_seconds */
+  recovered(target: string, mode: 'commit' | 'pull-request', seconds: number, phases: Array<{ phase: string; seconds: number }>): void;
 }
 
 /** The metric names, for docs/monitoring.md, the dashboard and the alert rules (test/monitoring.test.ts checks them against a scrape). */
@@ -51,6 +54,7 @@ export const METRIC_NAMES = [
   'lastgood_targets', 'lastgood_target_verdict', 'lastgood_target_reverted', 'lastgood_decisions_total', 'lastgood_reverts_total',
   'lastgood_failure_to_revert_seconds', 'lastgood_watch_restarts_total', 'lastgood_remote_errors_total',
   'lastgood_target_last_sync_timestamp_seconds', 'lastgood_leader', 'lastgood_lkg_recorded_total', 'lastgood_rollbacks_not_recovered_total', 'lastgood_revert_reminders_total',
+  'lastgood_recovery_seconds', 'lastgood_recovery_phase_seconds',
 ] as const;
 
 export function controllerMetrics(opts: { processMetrics?: boolean; labels?: MetricLabels } = {}): ControllerMetrics {
@@ -103,6 +107,18 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
     name: 'lastgood_revert_reminders_total', help: "Reminders that lastgood's revert request of a failure is still open while the target stays failed (controller.remindUnmerged)", labelNames: ['target'], registers: [registry],
   });
   for (const target of names) reminders.inc({ target }, 0);
+  const recovery = new Histogram({
+    name: 'lastgood_recovery_seconds', help: "From the moment a target failed to the moment it was healthy again at lastgood's revert (verified: healthy for the soak), by target and mode",
+    labelNames: ['target', 'mode'], buckets: [60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400], registers: [registry],
+  });
+  const recoveryPhase = new Histogram({
+    name: 'lastgood_recovery_phase_seconds', help: 'Each phase of a recovery: detect (failure to confirmed), revert (to written), review (to merged: pull-request mode), sync (to applied), rollout (to healthy)',
+    labelNames: ['target', 'phase'], buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 86400], registers: [registry],
+  });
+  for (const target of names) {
+    for (const mode of ['commit', 'pull-request']) recovery.zero({ target, mode });
+    for (const phase of RECOVERY_PHASES) recoveryPhase.zero({ target, phase });
+  }
   if (opts.processMetrics) collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -126,5 +142,9 @@ export function controllerMetrics(opts: { processMetrics?: boolean; labels?: Met
     recorded: () => recorded.inc(),
     notRecovered: (target) => notRecovered.inc({ target }),
     reminded: (target) => reminders.inc({ target }),
+    recovered(target, mode, seconds, phases) {
+      recovery.observe({ target, mode }, seconds);
+      for (const p of phases) recoveryPhase.observe({ target, phase: p.phase }, p.seconds);
+    },
   };
 }

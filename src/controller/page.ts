@@ -57,13 +57,15 @@ function lastActionCell(t: TargetStatus, commitUrl: PageOptions['commitUrl']): s
   return `<td class="last-action">${parts.join(' ')}<span class="more">${outside(a.reason)}</span>${error}</td>`;
 }
 
-function lastRevertCell(name: string, timeline: PageTimeline, commitUrl: PageOptions['commitUrl']): string {
+function lastRevertCell(t: TargetStatus, timeline: PageTimeline, commitUrl: PageOptions['commitUrl']): string {
   if (!('log' in timeline)) return '<td class="muted">not read</td>';
-  const r = timeline.log.targets.find((t) => t.name === name)?.entries.find((e): e is RevertEntry => e.kind === 'revert');
+  const r = timeline.log.targets.find((x) => x.name === t.name)?.entries.find((e): e is RevertEntry => e.kind === 'revert');
   if (!r) return '<td class="muted">none in the window</td>';
+  // its recovery, as the controller knows it (recorded or read from the records): the phases' times
+  const recovered = t.lastRecovery?.revert === r.commit ? `<span class="more recovery tone-green">${outside(t.lastRecovery.sentence)}</span>` : '';
   const ref = linkTo(`<code>${outside(short(r.commit))}</code>`, r.url ?? commitUrl?.(r.commit));
   const via = r.request ? ` via ${linkTo(`${outside(r.request.noun)} #${r.request.number}`, r.request.url)}` : '';
-  return `<td class="last-revert">${ref}${via} at ${escapeHtml(time(r.at))}<span class="more">${outside(holdsPhrase(r.holds))}</span></td>`;
+  return `<td class="last-revert">${ref}${via} at ${escapeHtml(time(r.at))}<span class="more">${outside(holdsPhrase(r.holds))}</span>${recovered}</td>`;
 }
 
 function lastKnownGoodCell(t: TargetStatus, commitUrl: PageOptions['commitUrl']): string {
@@ -74,7 +76,7 @@ function lastKnownGoodCell(t: TargetStatus, commitUrl: PageOptions['commitUrl'])
 
 export function renderPage(doc: TargetsDocument, timeline: PageTimeline, opts: PageOptions): string {
   const { commitUrl } = opts;
-  const rows = doc.targets.map((t) => `<tr data-target="${outside(t.name)}"><th scope="row">${outside(t.name)}</th>${verdictCell(t)}<td class="when">${escapeHtml(time(t.since))}</td>${lastActionCell(t, commitUrl)}${lastRevertCell(t.name, timeline, commitUrl)}${lastKnownGoodCell(t, commitUrl)}</tr>`);
+  const rows = doc.targets.map((t) => `<tr data-target="${outside(t.name)}"><th scope="row">${outside(t.name)}</th>${verdictCell(t)}<td class="when">${escapeHtml(time(t.since))}</td>${lastActionCell(t, commitUrl)}${lastRevertCell(t, timeline, commitUrl)}${lastKnownGoodCell(t, commitUrl)}</tr>`);
   const heading = `The last ${opts.days} days`;
   const timelineHtml = 'log' in timeline
     ? timelineSection(timeline.log, heading)

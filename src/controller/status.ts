@@ -9,6 +9,8 @@ import type { ResolvedTarget } from '../config/schema.ts';
 import type { Evaluation, Track } from '../decide/tracker.ts';
 import type { RepoGuards } from '../decide/types.ts';
 import type { TargetOutcome } from '../engine/types.ts';
+import type { RecoveryRecord } from '../history/notes.ts';
+import { recoverySentence, type RecoveryTimes } from '../decide/recovery.ts';
 
 export const TARGETS_PATH = '/targets';
 
@@ -49,6 +51,8 @@ export interface TargetStatus {
   revision: string | null;
   lastKnownGood: KnownGood | null;
   lastAction: LastAction | null;
+  /** the last recovery this controller recorded or found recorded: healthy again at lastgood's revert, and its phases' times */
+  lastRecovery: (RecoveryRecord & { sentence: string }) | null;
   /** when it was last assessed */
   assessedAt: string | null;
 }
@@ -70,7 +74,16 @@ export interface SlotView {
   revision?: string;
   lastKnownGood?: KnownGood;
   lastAction?: LastAction;
+  lastRecovery?: RecoveryRecord;
   assessedAt?: number;
+}
+
+/** A recorded recovery's times, in ms. */
+export function recoveryTimes(r: RecoveryRecord): RecoveryTimes {
+  return {
+    began: Date.parse(r.began), confirmed: Date.parse(r.confirmed), written: Date.parse(r.written),
+    ...(r.merged ? { merged: Date.parse(r.merged) } : {}), synced: Date.parse(r.synced), healthy: Date.parse(r.healthy),
+  };
 }
 
 const isoOf = (ms: number | undefined) => (ms === undefined || Number.isNaN(ms) ? null : new Date(ms).toISOString());
@@ -90,6 +103,7 @@ export function targetStatus(slot: SlotView): TargetStatus {
     revision: slot.revision ?? null,
     lastKnownGood: slot.lastKnownGood ?? null,
     lastAction: slot.lastAction ?? null,
+    lastRecovery: slot.lastRecovery ? { ...slot.lastRecovery, sentence: recoverySentence(recoveryTimes(slot.lastRecovery)) } : null,
     assessedAt: isoOf(slot.assessedAt),
   };
 }
@@ -134,5 +148,7 @@ export function formatStatusTable(doc: TargetsDocument): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
   const role = doc.leader ? 'leader' : 'standby';
-  return [`controller ${doc.controller} (${role}${doc.synced ? '' : ', watches not synced yet'}) at ${time(doc.now)}`, line(header), ...rows.map(line)].join('\n') + '\n';
+  // a recovery's phases do not fit a column: one line each, under the table
+  const recoveries = doc.targets.filter((t) => t.lastRecovery).map((t) => `${t.name}: ${t.lastRecovery!.sentence}, at ${short(t.lastRecovery!.revision)} (revert ${short(t.lastRecovery!.revert)})`);
+  return [`controller ${doc.controller} (${role}${doc.synced ? '' : ', watches not synced yet'}) at ${time(doc.now)}`, line(header), ...rows.map(line), ...(recoveries.length ? ['', ...recoveries] : [])].join('\n') + '\n';
 }

@@ -60,7 +60,7 @@ export async function remindUnmerged(outcome: TargetOutcome, opts: Pick<RunOptio
 }
 
 /** Where and how a run's notifications go: the config's channels, the environment, links to the host's commit pages. */
-function notifyOptions(opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'repo' | 'commitUrl'>): NotifyOptions {
+export function notifyOptions(opts: Pick<RunOptions, 'config' | 'env' | 'log' | 'now' | 'repo' | 'commitUrl'>): NotifyOptions {
   const commitUrl = commitLinks(opts);
   return { ...(opts.config.notify ? { config: resolveNotify(opts.config.notify)! } : {}), env: opts.env, log: opts.log, now: opts.now, ...(commitUrl ? { commitUrl } : {}) };
 }

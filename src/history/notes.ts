@@ -84,6 +84,71 @@ export interface NotesStore {
    * was claimed before (by a retry, a rerun or another replica).
    */
   claim?(bad: string, receipt: Receipt): Promise<boolean>;
+  /**
+   * Records a revert's recovery on the revert commit's note (issue 37), at most once per target and
+   * revert: true for exactly one caller (the one whose line was added, under git's lock or the
+   * server's compare-and-swap), false when it was recorded before. The record is the claim of the
+   * recovery's announcements (the pull request's comment, the notification, the Event).
+   */
+  recordRecovery?(rec: RecoveryRecord): Promise<boolean>;
+  /** Every recovery recorded (of one target when given), newest `healthy` first. */
+  recoveries?(target?: string): Promise<RecoveryRecord[]>;
+}
+
+/**
+ * A revert's recovery (decide/recovery.ts), one line on the note of the revert commit lastgood wrote:
+ *
+ *   lastgood recovered target=<name> revert=<sha> revision=<sha> mode=<commit|pull-request> began=<ISO> confirmed=<ISO> written=<ISO> [merged=<ISO>] synced=<ISO> healthy=<ISO>
+ */
+export interface RecoveryRecord {
+  target: string;
+  /** the commit lastgood wrote (the revert; in pull-request mode the request's head) */
+  revert: string;
+  /** the revision the target was healthy at (contains the revert) */
+  revision: string;
+  mode: 'commit' | 'pull-request';
+  began: string;
+  confirmed: string;
+  written: string;
+  merged?: string;
+  synced: string;
+  healthy: string;
+}
+
+const RECOVERY_TIMES = ['began', 'confirmed', 'written', 'merged', 'synced', 'healthy'] as const;
+
+export function formatRecovery(r: RecoveryRecord): string {
+  const word = (s: string) => s.replace(/\s+/g, '_');
+  const times = RECOVERY_TIMES.flatMap((k) => (r[k] !== undefined ? [`${k}=${word(r[k])}`] : []));
+  return `lastgood recovered target=${word(r.target)} revert=${word(r.revert)} revision=${word(r.revision)} mode=${word(r.mode)} ${times.join(' ')}`;
+}
+
+/** The line that says a target's recovery from `revert` is recorded (whatever its times). */
+export function hasRecovery(text: string, r: Pick<RecoveryRecord, 'target' | 'revert'>): boolean {
+  const prefix = `lastgood recovered target=${r.target.replace(/\s+/g, '_')} revert=${r.revert} `;
+  return text.split('\n').some((l) => l.startsWith(prefix));
+}
+
+/** The recovery records in one note's text (other lines, and records that do not parse, are left alone). */
+export function parseRecoveries(text: string): RecoveryRecord[] {
+  const out: RecoveryRecord[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('lastgood recovered ')) continue;
+    const fields = new Map(line.trimEnd().slice('lastgood recovered '.length).split(' ').map((f) => [f.slice(0, f.indexOf('=')), f.slice(f.indexOf('=') + 1)] as const));
+    const target = fields.get('target');
+    const revert = fields.get('revert');
+    const revision = fields.get('revision');
+    const mode = fields.get('mode');
+    if (!target || !revert || !revision || (mode !== 'commit' && mode !== 'pull-request')) continue;
+    const time = (k: string) => {
+      const v = fields.get(k);
+      return v !== undefined && !Number.isNaN(Date.parse(v)) ? v : undefined;
+    };
+    const [began, confirmed, written, merged, synced, healthy] = RECOVERY_TIMES.map(time);
+    if (!began || !confirmed || !written || !synced || !healthy) continue;
+    out.push({ target, revert, revision, mode, began, confirmed, written, ...(merged ? { merged } : {}), synced, healthy });
+  }
+  return out;
 }
 
 const LINE = /^lastgood verified target=(\S+) at=(\S+) evidence=(.*)$/;

@@ -165,6 +165,11 @@ export interface RepoBackend extends RepoReader {
   notes?(): NotesStore;
   /** the web page of a commit on the repository's host (GitHub, GitLab, Gitea, Bitbucket), for links in PRs and summaries */
   commitUrl?(sha: string): string | undefined;
+  /**
+   * A comment on one of lastgood's pull requests (by the host's number), at most once: after a lost
+   * answer, or from a rerun, the same text is looked for among its comments before it is posted again.
+   */
+  commentOnRequest?(number: number, body: string): Promise<void>;
   /** close open revert pull requests of a target whose bad commit `healthyRevision` contains; their numbers */
   closeSupersededReverts?(target: string, healthyRevision: string): Promise<number[]>;
   /**

@@ -1,6 +1,7 @@
 /**
  * Notifications for what a run did: a generic webhook (JSON POST) and a Slack-compatible incoming
- * webhook, for `alert`, revert done (`reverted`) and revert failed (`revert-failed`).
+ * webhook, for `alert`, revert done (`reverted`), revert failed (`revert-failed`), a revert request
+ * still open (`unmerged`) and the target healthy again at the revert (`recovered`).
  *
  * Webhook URLs are secrets: they come from the environment (LASTGOOD_WEBHOOK_URL,
  * LASTGOOD_SLACK_WEBHOOK_URL) or from config that names an env var or a file (a mounted Secret),
@@ -15,7 +16,7 @@ import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact, registerSecret } from '../errors.ts';
 import { scrubbedCopy } from '../scrub.ts';
 
-export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed' | 'unmerged';
+export type NotifyEventName = 'alert' | 'reverted' | 'revert-failed' | 'unmerged' | 'recovered';
 export type ChannelKind = 'webhook' | 'slack';
 
 export interface Channel {
@@ -50,7 +51,7 @@ export interface Delivery {
   detail: string;
 }
 
-const DEFAULT_EVENTS: NotifyEventName[] = ['alert', 'reverted', 'revert-failed', 'unmerged'];
+const DEFAULT_EVENTS: NotifyEventName[] = ['alert', 'reverted', 'revert-failed', 'unmerged', 'recovered'];
 /** the schema's default `notify.timeout` (10s), where no config is given */
 const DEFAULT_TIMEOUT_MS = 10_000;
 const ENV_DEFAULTS: Record<ChannelKind, string> = { webhook: 'LASTGOOD_WEBHOOK_URL', slack: 'LASTGOOD_SLACK_WEBHOOK_URL' };
@@ -116,7 +117,26 @@ export function notifyUnmerged(t: TargetOutcome, opts: NotifyOptions): Promise<D
   return send([{ t, event: 'unmerged' }], opts);
 }
 
-async function send(all: Array<{ t: TargetOutcome; event: NotifyEventName }>, opts: NotifyOptions): Promise<Delivery[]> {
+/** What a `recovered` notification says of the recovery, beside the outcome: the phases and their times. */
+export interface RecoveryNote {
+  /** "recovered at …, 6m12s after the failure began (detect …)" */
+  sentence: string;
+  mode: 'commit' | 'pull-request';
+  revision: string;
+  seconds: number;
+  times: Record<string, string>;
+  phases: Array<{ phase: string; seconds: number }>;
+}
+
+/**
+ * The target is healthy again at a revision containing lastgood's revert (the controller; claimed
+ * once in the repository before it is sent): event `recovered`, to every channel. Never throws.
+ */
+export function notifyRecovered(t: TargetOutcome, recovery: RecoveryNote, opts: NotifyOptions): Promise<Delivery[]> {
+  return send([{ t, event: 'recovered', recovery }], opts);
+}
+
+async function send(all: Array<{ t: TargetOutcome; event: NotifyEventName; recovery?: RecoveryNote }>, opts: NotifyOptions): Promise<Delivery[]> {
   const wanted = new Set(opts.config?.events ?? DEFAULT_EVENTS);
   for (const told of opts.except ?? []) wanted.delete(told);
   const candidates = all.filter((c) => wanted.has(c.event));
@@ -126,10 +146,11 @@ async function send(all: Array<{ t: TargetOutcome; event: NotifyEventName }>, op
   const pending: typeof candidates = [];
   for (const c of candidates) if (c.event !== 'reverted' || !opts.claim || (await opts.claim(c.t, c.event))) pending.push(c);
   const timeoutMs = opts.config?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const sends = pending.flatMap(({ t, event }) =>
+  const sends = pending.flatMap(({ t, event, recovery }) =>
     channels.map(async (channel): Promise<Delivery> => {
       // scrubbed again on the way out (evidence was scrubbed where it entered)
-      const body = scrubbedCopy(channel.kind === 'slack' ? slackMessage(t, event, opts.commitUrl) : webhookPayload(t, event, opts.now, opts.commitUrl), { maxBytes: Number.POSITIVE_INFINITY });
+      const message = channel.kind === 'slack' ? slackMessage(t, event, opts.commitUrl) : { ...webhookPayload(t, event, opts.now, opts.commitUrl), ...(recovery ? { recovery } : {}) };
+      const body = scrubbedCopy(message, { maxBytes: Number.POSITIVE_INFINITY });
       const result = await post(channel.url, body, timeoutMs);
       const delivery: Delivery = { channel: channel.kind, target: t.name, event, ...result };
       if (result.ok) opts.log.info({ channel: channel.kind, target: t.name, event }, 'notification sent');
@@ -190,6 +211,7 @@ const SLACK_HEAD: Record<NotifyEventName, string> = {
   reverted: ':rewind: lastgood reverted',
   'revert-failed': ':x: lastgood could not revert',
   unmerged: ":hourglass: lastgood's revert is still not merged",
+  recovered: ':white_check_mark: lastgood: recovered',
 };
 
 /** A Slack incoming-webhook message (`text` with mrkdwn, which compatible receivers also read). */

@@ -449,6 +449,11 @@ export class RemoteRepo implements RepoBackend {
       },
       // a claim is the server's compare-and-swap of the notes ref: of two writers, one pushes the line, the other finds it
       claim: (bad, receipt) => this.writeNote(bad, (store) => store.claim!(bad, receipt)),
+      recordRecovery: (rec) => this.writeNote(rec.revert, (store) => store.recordRecovery!(rec)),
+      recoveries: async (target) => {
+        await this.syncNotes();
+        return local().recoveries!(target);
+      },
     };
   }
 

@@ -887,6 +887,10 @@ class GitHubRepo implements GitHubBackend {
    * A comment on a pull request, at most once: sent once, and after a lost answer (or by a rerun) it
    * is looked for among the pull request's comments before it is posted again.
    */
+  commentOnRequest(number: number, body: string): Promise<void> {
+    return this.commentOnce(number, body);
+  }
+
   private async commentOnce(number: number, body: string): Promise<void> {
     const there = async () => {
       const comments = await this.call(`reading the comments of pull request #${number}`, undefined, () =>

@@ -1,6 +1,6 @@
 import nodeFs from 'node:fs';
 import git from 'isomorphic-git';
-import { formatReceipt, formatRecord, hasReceipt, NOTES_REF, parseNote, type NotesStore, type VerifiedRecord } from '../../history/notes.ts';
+import { formatReceipt, formatRecord, formatRecovery, hasReceipt, hasRecovery, NOTES_REF, parseNote, parseRecoveries, type NotesStore, type RecoveryRecord, type VerifiedRecord } from '../../history/notes.ts';
 import type { Person } from '../../repo/types.ts';
 import { objectWritingFs, readRef, RefLock } from './refs.ts';
 
@@ -102,6 +102,19 @@ export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
     async claim(bad, receipt) {
       if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(bad)) throw new TypeError(`claim: not a full commit SHA: ${bad}`);
       return write(bad, formatReceipt(receipt), (text) => hasReceipt(text, receipt));
+    },
+    async recordRecovery(rec) {
+      if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(rec.revert)) throw new TypeError(`recordRecovery: not a full commit SHA: ${rec.revert}`);
+      return write(rec.revert, formatRecovery(rec), (text) => hasRecovery(text, rec));
+    },
+    async recoveries(target) {
+      const head = await currentRef();
+      if (!head) return [];
+      const out: RecoveryRecord[] = [];
+      for (const [, blob] of await readNotesTree(head)) {
+        for (const rec of parseRecoveries(await readText(blob))) if (target === undefined || rec.target === target) out.push(rec);
+      }
+      return out.sort((a, b) => (a.healthy === b.healthy ? a.revert.localeCompare(b.revert) : a.healthy < b.healthy ? 1 : -1));
     },
   };
 }
