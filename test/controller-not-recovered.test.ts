@@ -1,9 +1,6 @@
 import test from 'ava';
-import { testClock } from './support/clock.ts';
 import { deployment, kustomization } from './support/objects.ts';
-import {
-  backend, cluster, commitsSince, config, configText, evaluations, failCanary, gitopsRepo, iso, startController, until,
-} from './support/controller-scenario.ts';
+import { commitsSince, configText, drivenScenario, failCanary, iso, until } from './support/controller-scenario.ts';
 
 /**
  * A rollback that does not recover (issue 37): lastgood reverts the failed release, Flux applies the
@@ -13,16 +10,8 @@ import {
  */
 
 test('the target fails again at lastgood\'s own revert: one alert, one Event, the not-recovered counter once, no second revert', async (t) => {
-  const repo = gitopsRepo();
-  const clock = testClock();
-  const kube = await cluster(repo, { clock });
-  t.teardown(() => kube.close());
-  const be = await backend('local', repo);
-  t.teardown(() => be.close());
-  const { seen, onEvaluated } = evaluations();
-  const { controller, acted } = await startController(kube, config(configText({ url: be.url })), be.open(), { clock, onEvaluated });
-  t.teardown(() => controller.stop());
-  await until('ready, leading and observed', () => controller.ready && controller.isLeader && seen.length > 0);
+  const { repo, clock, kube, be, start } = await drivenScenario(t, 'local');
+  const { controller, acted, seen } = await start(configText({ url: be.url }));
 
   clock.advance(1000);
   failCanary(kube, 'Failed', clock);

@@ -9,12 +9,9 @@ import { AuditLogSchema, type RecoveredEntry } from '../src/audit/schema.ts';
 import { formatStatusTable, type TargetsDocument } from '../src/controller/status.ts';
 import { LocalRepo } from '../src/deliver/local/index.ts';
 import { lastgood } from './support/cli.ts';
-import { testClock } from './support/clock.ts';
 import { git, tempDir } from './support/git.ts';
 import { deployment, kustomization } from './support/objects.ts';
-import {
-  backend, canaryObject, cluster, commitsSince, config, configText, evaluations, gitopsRepo, iso, startController, TOKEN, until,
-} from './support/controller-scenario.ts';
+import { canaryObject, commitsSince, configText, drivenScenario, iso, TOKEN, until } from './support/controller-scenario.ts';
 import type { KubeEmulator } from './support/kube-emulator.ts';
 import { webhookReceiver } from './support/webhook.ts';
 
@@ -43,20 +40,13 @@ function fluxApplies(kube: KubeEmulator, revision: string, at: number): void {
 }
 
 const scrape = async (port: number) => (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-const seconds = (ms: number) => ms / 1000;
+/** The config's lines that send notifications to the test's receiver. */
+const notifyTo = (urlFile: string) => `notify:\n  webhook: { urlFrom: { file: ${urlFile} } }\n`;
 
 test('commit mode: failure → revert → applied → healthy for the soak: the phases on the revert\'s note, in log and /targets, the histogram, one notification and one Event', async (t) => {
   const hook = await webhookReceiver(t);
-  const repo = gitopsRepo();
-  const clock = testClock(Date.parse('2026-11-28T12:00:00Z'));
-  const kube = await cluster(repo, { clock });
-  t.teardown(() => kube.close());
-  const be = await backend('local', repo);
-  const text = `${configText({ url: be.url })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`;
-  const { seen, onEvaluated } = evaluations();
-  const { controller, acted } = await startController(kube, config(text), be.open(), { clock, onEvaluated });
-  t.teardown(() => controller.stop());
-  await until('ready, leading and observed', () => controller.ready && controller.isLeader && seen.length > 0);
+  const { repo, clock, kube, be, start } = await drivenScenario(t, 'local', { start: Date.parse('2026-11-28T12:00:00Z') });
+  const { controller, acted, seen } = await start(`${configText({ url: be.url })}${notifyTo(hook.urlFile)}`);
   const port = controller.address!.port;
 
   // the canary failed 30 s before lastgood sees it (its own condition time): detection took 30 s
@@ -162,21 +152,12 @@ test('commit mode: failure → revert → applied → healthy for the soak: the 
 
 test('pull-request mode, two replicas, the comment\'s answer lost: one comment on the merged pull request, one notification, one Event, one observation', async (t) => {
   const hook = await webhookReceiver(t);
-  const repo = gitopsRepo();
   // the emulator merges at the machine's time: the driven clock starts there
-  const clock = testClock();
-  const kube = await cluster(repo, { clock });
-  t.teardown(() => kube.close());
-  const be = await backend('github', repo);
-  t.teardown(() => be.close());
-  const text = `${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  leaderElection: false\n' })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`;
-  const one = evaluations();
-  const two = evaluations();
-  const a = await startController(kube, config(text), be.open(), { clock, onEvaluated: one.onEvaluated, identity: 'replica-a' });
-  t.teardown(() => a.controller.stop());
-  const b = await startController(kube, config(text), be.open(), { clock, onEvaluated: two.onEvaluated, identity: 'replica-b' });
-  t.teardown(() => b.controller.stop());
-  await until('both ready and observed', () => a.controller.ready && b.controller.ready && one.seen.length > 0 && two.seen.length > 0);
+  const { clock, kube, be, start } = await drivenScenario(t, 'github');
+  const text = `${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  leaderElection: false\n' })}${notifyTo(hook.urlFile)}`;
+  const a = await start(text, { identity: 'replica-a' });
+  const b = await start(text, { identity: 'replica-b' });
+  const [one, two] = [a, b];
 
   clock.advance(1000);
   setCanary(kube, 'Failed', clock.now() - 30_000);
@@ -222,15 +203,9 @@ test('pull-request mode, two replicas, the comment\'s answer lost: one comment o
 
 test('a controller restarted between the revert and the recovery tells the same phases from the repository and the objects\' own times', async (t) => {
   const hook = await webhookReceiver(t);
-  const repo = gitopsRepo();
-  const clock = testClock(Date.parse('2026-11-28T12:00:00Z'));
-  const kube = await cluster(repo, { clock });
-  t.teardown(() => kube.close());
-  const be = await backend('local', repo);
-  const text = `${configText({ url: be.url })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`;
-  const first = evaluations();
-  const one = await startController(kube, config(text), be.open(), { clock, onEvaluated: first.onEvaluated });
-  await until('ready, leading and observed', () => one.controller.ready && one.controller.isLeader && first.seen.length > 0);
+  const { repo, clock, kube, be, start } = await drivenScenario(t, 'local', { start: Date.parse('2026-11-28T12:00:00Z') });
+  const text = `${configText({ url: be.url })}${notifyTo(hook.urlFile)}`;
+  const one = await start(text);
   clock.advance(1000);
   const began = clock.now() - 30_000;
   const confirmed = clock.now();
@@ -242,17 +217,14 @@ test('a controller restarted between the revert and the recovery tells the same 
 
   // a new process: it remembers nothing of the revert
   clock.advance(30_000);
-  const second = evaluations();
-  const two = await startController(kube, config(text), be.open(), { clock, onEvaluated: second.onEvaluated });
-  t.teardown(() => two.controller.stop());
-  await until('ready, leading and observed', () => two.controller.ready && two.controller.isLeader && second.seen.length > 0);
+  const two = await start(text);
   clock.advance(30_000);
   const synced = clock.now();
   fluxApplies(kube, made!.sha, synced);
   clock.advance(90_000);
   const healthy = clock.now();
   setCanary(kube, 'Succeeded', healthy);
-  await until('healthy seen', () => second.seen.some((s) => s.at === healthy && s.verdict === 'healthy'));
+  await until('healthy seen', () => two.seen.some((s) => s.at === healthy && s.verdict === 'healthy'));
   await two.controller.idle();
   clock.advance(SOAK_MS);
   await until('the recovery announced', () => hook.received.some((p) => p.event === 'recovered'));

@@ -1,9 +1,6 @@
 import test from 'ava';
 import { Octokit } from '@octokit/rest';
-import { testClock } from './support/clock.ts';
-import {
-  backend, cluster, config, configText, evaluations, failCanary, gitopsRepo, startController, TOKEN, until,
-} from './support/controller-scenario.ts';
+import { configText, drivenScenario, failCanary, TOKEN, until } from './support/controller-scenario.ts';
 import { webhookReceiver } from './support/webhook.ts';
 
 /**
@@ -19,17 +16,8 @@ test('an unmerged revert request is reminded once per interval while the target 
   const hook = await webhookReceiver(t);
   const posts = hook.received;
 
-  const repo = gitopsRepo();
-  const clock = testClock();
-  const kube = await cluster(repo, { clock });
-  t.teardown(() => kube.close());
-  const be = await backend('github', repo);
-  t.teardown(() => be.close());
-  const text = `${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  remindUnmerged: 30m\n' })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`;
-  const { seen, onEvaluated } = evaluations();
-  const { controller, acted } = await startController(kube, config(text), be.open(), { clock, onEvaluated });
-  t.teardown(() => controller.stop());
-  await until('ready, leading and observed', () => controller.ready && controller.isLeader && seen.length > 0);
+  const { clock, kube, be, start } = await drivenScenario(t, 'github');
+  const { controller, acted } = await start(`${configText({ url: be.url, apiUrl: be.apiUrl!, mode: 'pull-request', controller: '  remindUnmerged: 30m\n' })}notify:\n  webhook: { urlFrom: { file: ${hook.urlFile} } }\n`);
 
   clock.advance(1000);
   failCanary(kube, 'Failed', clock);

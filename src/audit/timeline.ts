@@ -19,7 +19,7 @@
  * - the recoveries the controller recorded (engine/recovery.ts: the target healthy again at a revert, with its phases).
  */
 import { LastgoodError, RemoteError } from '../errors.ts';
-import { NOTES_REF, type NotesStore } from '../history/notes.ts';
+import { NOTES_REF, recoveryTimesOf, type NotesStore } from '../history/notes.ts';
 import { phases, recoveryMs } from '../decide/recovery.ts';
 import type { CommitInfo, RepoBackend, ReviewState } from '../repo/types.ts';
 import { parseRevertMessage, revertsNamed, type RevertRecord } from './record.ts';
@@ -318,10 +318,7 @@ async function recoveredEntries(store: NotesStore, target: string, since: Date, 
   return records
     .filter((r) => Date.parse(r.healthy) >= since.getTime())
     .map((r) => {
-      const times = {
-        began: Date.parse(r.began), confirmed: Date.parse(r.confirmed), written: Date.parse(r.written),
-        ...(r.merged ? { merged: Date.parse(r.merged) } : {}), synced: Date.parse(r.synced), healthy: Date.parse(r.healthy),
-      };
+      const times = recoveryTimesOf(r);
       return {
         kind: 'recovered' as const, at: isoOf(r.healthy), revert: r.revert, revision: r.revision, mode: r.mode,
         began: isoOf(r.began), confirmed: isoOf(r.confirmed), written: isoOf(r.written), merged: r.merged ? isoOf(r.merged) : null,

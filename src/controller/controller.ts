@@ -423,8 +423,9 @@ export function createController(opts: ControllerOptions): Controller {
       }
       metrics.recovered(slot.target.name, r.record.mode, (r.times.healthy - r.times.began) / 1000, phases(r.times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 })));
       slot.log.info({ revision, revert: r.record.revert, recovery: r.sentence }, 'recovered');
-      const engineObject = slot.observed.find((o) => o.object.metadata.name && slot.verdict?.evidence.some((x) => x.attempted?.sha && x.name === o.object.metadata.name && x.namespace === o.object.metadata.namespace && groupKind(o.object.apiVersion, o.object.kind) === x.groupKind));
-      const regarding = engineObject ?? slot.observed[0];
+      // the Event on the engine object that applied the revert (else the target's first object)
+      const applier = r.outcome.evidence.find((x) => x.attempted?.sha);
+      const regarding = (applier && observedOf(slot, applier)) ?? slot.observed[0];
       if (events && regarding) await events.record(regarding.object, r.outcome);
     } catch (error) {
       if (error instanceof RemoteError) metrics.remoteError(error.system);
@@ -533,7 +534,6 @@ export function createController(opts: ControllerOptions): Controller {
       tell(slot, e);
       return;
     }
-    const confirmedAt = clock.now();
     const outcome = await runTracked({
       config, observed: slot.observed, now: new Date(now), target: slot.target, evaluation: e, observations: slot.track.failedInARow, guards,
       repo, dryRun: false, log: tlog, failureAnnounced: slot.failureToldFor === key, ...(opts.commitUrl ? { commitUrl: opts.commitUrl } : {}), ...analysisOf(slot),
@@ -548,7 +548,7 @@ export function createController(opts: ControllerOptions): Controller {
     };
     if (outcome.action === 'revert' && outcome.commit) {
       const began = e.verdict.since ? Date.parse(e.verdict.since) : Number.NaN;
-      slot.known = { commit: outcome.commit, confirmed: confirmedAt, written: clock.now(), ...(Number.isNaN(began) ? {} : { began }) };
+      slot.known = { commit: outcome.commit, confirmed: now, written: clock.now(), ...(Number.isNaN(began) ? {} : { began }) };
     }
     if (outcome.action === 'revert' && (outcome.commit || outcome.pullRequest)) {
       slot.revertedKey = key;
@@ -692,7 +692,10 @@ export function createController(opts: ControllerOptions): Controller {
 
   function failingObject(slot: Slot, verdict: Verdict): Observed | undefined {
     const e = verdict.evidence.find((x) => x.state === 'failed' && !x.foreign) ?? verdict.evidence.find((x) => x.state === 'progressing');
-    return e ? slot.observed.find((o) => o.object.metadata.name === e.name && o.object.metadata.namespace === e.namespace && groupKind(o.object.apiVersion, o.object.kind) === e.groupKind) : undefined;
+    return e ? observedOf(slot, e) : undefined;
+  }
+  function observedOf(slot: Slot, e: Verdict['evidence'][number]): Observed | undefined {
+    return slot.observed.find((o) => o.object.metadata.name === e.name && o.object.metadata.namespace === e.namespace && groupKind(o.object.apiVersion, o.object.kind) === e.groupKind);
   }
 
   // the page's timeline (pageTimeline below): the last log read, and the read under way

@@ -9,8 +9,8 @@ import type { ResolvedTarget } from '../config/schema.ts';
 import type { Evaluation, Track } from '../decide/tracker.ts';
 import type { RepoGuards } from '../decide/types.ts';
 import type { TargetOutcome } from '../engine/types.ts';
-import type { RecoveryRecord } from '../history/notes.ts';
-import { recoverySentence, type RecoveryTimes } from '../decide/recovery.ts';
+import { recoveryTimesOf, type RecoveryRecord } from '../history/notes.ts';
+import { recoverySentence } from '../decide/recovery.ts';
 
 export const TARGETS_PATH = '/targets';
 
@@ -78,14 +78,6 @@ export interface SlotView {
   assessedAt?: number;
 }
 
-/** A recorded recovery's times, in ms. */
-export function recoveryTimes(r: RecoveryRecord): RecoveryTimes {
-  return {
-    began: Date.parse(r.began), confirmed: Date.parse(r.confirmed), written: Date.parse(r.written),
-    ...(r.merged ? { merged: Date.parse(r.merged) } : {}), synced: Date.parse(r.synced), healthy: Date.parse(r.healthy),
-  };
-}
-
 const isoOf = (ms: number | undefined) => (ms === undefined || Number.isNaN(ms) ? null : new Date(ms).toISOString());
 
 export function targetStatus(slot: SlotView): TargetStatus {
@@ -103,7 +95,7 @@ export function targetStatus(slot: SlotView): TargetStatus {
     revision: slot.revision ?? null,
     lastKnownGood: slot.lastKnownGood ?? null,
     lastAction: slot.lastAction ?? null,
-    lastRecovery: slot.lastRecovery ? { ...slot.lastRecovery, sentence: recoverySentence(recoveryTimes(slot.lastRecovery)) } : null,
+    lastRecovery: slot.lastRecovery ? { ...slot.lastRecovery, sentence: recoverySentence(recoveryTimesOf(slot.lastRecovery)) } : null,
     assessedAt: isoOf(slot.assessedAt),
   };
 }

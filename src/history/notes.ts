@@ -8,6 +8,8 @@
  * Several targets may verify the same commit: records are appended to the commit's note.
  */
 
+import type { RecoveryTimes } from '../decide/recovery.ts';
+
 export const NOTES_REF = 'refs/notes/lastgood';
 
 export interface VerifiedRecord {
@@ -116,6 +118,14 @@ export interface RecoveryRecord {
 }
 
 const RECOVERY_TIMES = ['began', 'confirmed', 'written', 'merged', 'synced', 'healthy'] as const;
+
+/** A recorded recovery's times, in ms (decide/recovery.ts computes its phases). */
+export function recoveryTimesOf(r: RecoveryRecord): RecoveryTimes {
+  return {
+    began: Date.parse(r.began), confirmed: Date.parse(r.confirmed), written: Date.parse(r.written),
+    ...(r.merged ? { merged: Date.parse(r.merged) } : {}), synced: Date.parse(r.synced), healthy: Date.parse(r.healthy),
+  };
+}
 
 export function formatRecovery(r: RecoveryRecord): string {
   const word = (s: string) => s.replace(/\s+/g, '_');

@@ -17,6 +17,7 @@ import { canary, deployment, kustomization } from './objects.ts';
 import type { Clock } from '../../src/clock.ts';
 import type { Evaluation } from '../../src/decide/tracker.ts';
 import { RENDER } from './render-off.ts';
+import { testClock } from './clock.ts';
 
 /**
  * Controller scenarios for tests and the benchmark: a GitOps repository (c1 initial, c2 good
@@ -223,4 +224,28 @@ export function commitsSince(bare: string, since: string): Array<{ sha: string; 
     const [sha, message] = s.split('\x00');
     return { sha: sha!.trim(), message: message ?? '' };
   });
+}
+
+/**
+ * The scenario on a driven clock for one test: the repository, the cluster and the backend (closed
+ * at the test's end), and `start` for each controller the test runs over them (stopped at its end),
+ * resolved once it is ready, leading and has observed the target.
+ */
+export async function drivenScenario(t: { teardown(fn: () => unknown): void }, kind: BackendKind, opts: { start?: number } = {}) {
+  const repo = gitopsRepo();
+  const clock = testClock(opts.start);
+  const kube = await cluster(repo, { clock });
+  t.teardown(() => kube.close());
+  const be = await backend(kind, repo);
+  t.teardown(() => be.close());
+  return {
+    repo, clock, kube, be,
+    async start(text: string, extra: Partial<ControllerOptions> = {}): Promise<Running & { seen: Seen[] }> {
+      const { seen, onEvaluated } = evaluations();
+      const running = await startController(kube, config(text), be.open(), { clock, onEvaluated, ...extra });
+      t.teardown(() => running.controller.stop());
+      await until('ready, leading and observed', () => running.controller.ready && running.controller.isLeader && seen.length > 0);
+      return { ...running, seen };
+    },
+  };
 }
