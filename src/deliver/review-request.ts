@@ -111,7 +111,8 @@ export interface ReviewHost {
   /** the create failed because the request exists already (another run), or its answer may have been lost */
   settledByFinding(error: unknown): boolean;
   update(pr: HostRequest, change: { title: string; body: string }): Promise<void>;
-  comment(pr: HostRequest, body: string): Promise<void>;
+  /** a comment on the request (by its number alone: lastgood comments on requests it did not just list) */
+  comment(pr: Pick<HostRequest, 'number'>, body: string): Promise<void>;
   close(pr: HostRequest): Promise<void>;
   /** adds to `pr` what it lacks of `want` (never what it has); warnings for names the host does not know */
   decorate(pr: HostRequest, want: Decoration, warn: (m: string) => void): Promise<void>;
@@ -343,6 +344,16 @@ export class ReviewRequestRepo implements RepoBackend {
 
   private result(commit: string, request: HostRequest, created: boolean, warnings: string[]): DeliveryResult {
     return { commit, branch: request.source, pullRequest: { url: request.url, number: request.number }, created, ...(warnings.length ? { warnings } : {}) };
+  }
+
+  /**
+   * RepoBackend: a comment on one of lastgood's requests. These hosts' comments are not read back
+   * (their list calls differ per host, and the one caller claims the comment in the repository
+   * first, engine/recovery.ts): posted once per call, and a lost answer is not sent again (at most
+   * one comment, never two).
+   */
+  async commentOnRequest(number: number, body: string): Promise<void> {
+    await this.host.comment({ number }, body);
   }
 
   /** RepoBackend: closes the target's open revert requests whose bad commit the healthy revision contains. */

@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import type { Config, ResolvedTarget } from '../config/schema.ts';
 import { failureBegan, ordered, phases, recoveryMs, recoverySentence, type RecoveryTimes } from '../decide/recovery.ts';
 import type { Verdict } from '../decide/types.ts';
-import type { RecoveryRecord } from '../history/notes.ts';
+import { recoveryTimesOf, type RecoveryRecord } from '../history/notes.ts';
 import { notifyRecovered, type RecoveryNote } from '../report/notify.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { readAuditLog } from '../audit/timeline.ts';
@@ -97,10 +97,9 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
 
   const store = repo.notes?.();
   const recorded = (await store?.recoveries?.(target.name))?.find((r) => r.revert === entry.commit);
-  if (recorded) return { recovered: false, reason: `the recovery from ${entry.commit.slice(0, 12)} was recorded before (healthy at ${recorded.revision.slice(0, 12)})` };
   // healthy past the revert before this revision: it recovered then, unrecorded (another controller, or none watching)
   for (const v of (await store?.list(target.name)) ?? []) {
-    if (v.commit === revision || Date.parse(v.at) < Date.parse(entry.at)) continue;
+    if (recorded || v.commit === revision || Date.parse(v.at) < Date.parse(entry.at)) continue;
     if (v.commit === entry.landedAs || (await repo.isAncestor(entry.landedAs, v.commit))) {
       return { recovered: false, reason: `already verified healthy past ${entry.commit.slice(0, 12)} at ${v.commit.slice(0, 12)} (${v.at}): it recovered then` };
     }
@@ -122,7 +121,7 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
   const seen = opts.syncedAt ?? opts.healthySince;
   const own = reporter?.since ? Date.parse(reporter.since) : Number.NaN;
   const synced = !Number.isNaN(own) && own >= Math.max(written, merged ?? written) && own <= seen ? own : seen;
-  const times = ordered({
+  let times = ordered({
     began: known?.began ?? failureBegan(failedSince) ?? madeAt,
     confirmed: known?.confirmed ?? madeAt,
     written,
@@ -131,22 +130,25 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
     healthy: opts.healthySince,
   });
   const iso = (ms: number) => new Date(ms).toISOString();
-  const record: RecoveryRecord = {
+  // recorded before (by a retry, a rerun, another replica): told as recorded, announced by nobody now
+  const record: RecoveryRecord = recorded ?? {
     target: target.name, revert: entry.commit, revision, mode,
     began: iso(times.began), confirmed: iso(times.confirmed), written: iso(times.written),
     ...(times.merged !== undefined ? { merged: iso(times.merged) } : {}), synced: iso(times.synced), healthy: iso(times.healthy),
   };
+  if (recorded) times = recoveryTimesOf(recorded);
   const sentence = recoverySentence(times);
   const outcome: TargetOutcome = {
-    name: target.name, verdict: 'healthy', summary: `${target.name} is healthy again at ${revision.slice(0, 12)}`, evidence: opts.verdict.evidence,
-    action: 'none', reason: `${sentence}, at ${revision.slice(0, 12)} containing lastgood's revert ${entry.commit.slice(0, 12)}`,
+    name: target.name, verdict: 'healthy', summary: `${target.name} is healthy again at ${record.revision.slice(0, 12)}`, evidence: opts.verdict.evidence,
+    action: 'none', reason: `${sentence}, at ${record.revision.slice(0, 12)} containing lastgood's revert ${entry.commit.slice(0, 12)}`,
     bad: entry.reverts, ...(entry.restores ? { lastKnownGood: entry.restores } : {}), commit: entry.commit,
     ...(entry.request ? { pullRequest: entry.request.url } : {}),
   };
 
   // the record is the claim: of two replicas (or a retry after a lost answer), one writes it
   let claimed: boolean;
-  if (store?.recordRecovery) claimed = await store.recordRecovery(record);
+  if (recorded) claimed = false;
+  else if (store?.recordRecovery) claimed = await store.recordRecovery(record);
   else if (store?.claim && entry.reverts[0]) claimed = await store.claim(entry.reverts[0], { target: target.name, effect: 'recovered', revert: entry.commit, at: opts.now.toISOString() });
   else claimed = true; // nowhere to claim: the door's own memory is the only guard (it asks once per revert)
   if (!claimed) return { recovered: true, record, times, sentence, claimed, outcome };
