@@ -28,7 +28,7 @@ import type { RepoBackend } from '../repo/types.ts';
 import { readAuditLog } from '../audit/timeline.ts';
 import type { RevertEntry } from '../audit/schema.ts';
 import { notifyOptions } from './effects.ts';
-import { codeSpan } from '../revert/markup.ts';
+import { codeSpan, type MarkdownDialect } from '../revert/markup.ts';
 import type { TargetOutcome } from './types.ts';
 import { LastgoodError } from '../errors.ts';
 
@@ -155,7 +155,7 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
 
   if (entry.request && repo.commentOnRequest) {
     try {
-      await repo.commentOnRequest(entry.request.number, recoveryComment(target.name, revision, times, sentence));
+      await repo.commentOnRequest(entry.request.number, recoveryComment(target.name, revision, times, sentence, repo.markdown));
     } catch (error) {
       log.warn({ target: target.name, pullRequest: entry.request.url, err: error instanceof LastgoodError ? error.message : String(error) }, 'cannot comment the recovery on the pull request');
     }
@@ -170,7 +170,7 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
 }
 
 /** The comment on the merged pull request: one line people read, the phases as a table. */
-export function recoveryComment(target: string, revision: string, times: RecoveryTimes, sentence: string): string {
+export function recoveryComment(target: string, revision: string, times: RecoveryTimes, sentence: string, dialect?: MarkdownDialect): string {
   const rows = phases(times).map((p) => `| ${p.phase} | ${Math.round(p.ms / 1000)} s |`).join('\n');
-  return `lastgood: ${codeSpan(target)} ${sentence}, at \`${revision.slice(0, 12)}\`.\n\n| phase | took |\n|---|---|\n${rows}\n`;
+  return `lastgood: ${codeSpan(target, dialect)} ${sentence}, at \`${revision.slice(0, 12)}\`.\n\n| phase | took |\n|---|---|\n${rows}\n`;
 }
