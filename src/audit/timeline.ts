@@ -20,7 +20,7 @@
  */
 import { LastgoodError, RemoteError } from '../errors.ts';
 import { NOTES_REF, recoveryTimesOf, type NotesStore } from '../history/notes.ts';
-import { phases, recoveryMs } from '../decide/recovery.ts';
+import { phaseSeconds, recoveryMs } from '../decide/recovery.ts';
 import type { CommitInfo, RepoBackend, ReviewState } from '../repo/types.ts';
 import { parseRevertMessage, revertsNamed, type RevertRecord } from './record.ts';
 import { LOG_SCHEMA_ID, type AuditLog, type Entry, type Holds, type PersonRevertEntry, type RecoveredEntry, type RequestEntry, type RevertEntry, type TargetLog, type VerifiedEntry } from './schema.ts';
@@ -323,7 +323,7 @@ async function recoveredEntries(store: NotesStore, target: string, since: Date, 
         kind: 'recovered' as const, at: isoOf(r.healthy), revert: r.revert, revision: r.revision, mode: r.mode,
         began: isoOf(r.began), confirmed: isoOf(r.confirmed), written: isoOf(r.written), merged: r.merged ? isoOf(r.merged) : null,
         synced: isoOf(r.synced), healthy: isoOf(r.healthy), seconds: recoveryMs(times) / 1000,
-        phases: phases(times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 })), url: url(r.revision),
+        phases: phaseSeconds(times), url: url(r.revision),
       };
     });
 }

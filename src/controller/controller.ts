@@ -32,7 +32,7 @@ import { acted, evaluate, NEW_TRACK, observe, type Evaluation, type Track } from
 import type { RepoGuards, Verdict } from '../decide/types.ts';
 import { analysisSessions, assessTarget, gatherGuards, recordHealthy, recover, remindUnmerged, runTracked, type KnownRevert, type TargetOutcome } from '../engine/index.ts';
 import { soaked } from '../decide/soak.ts';
-import { phases } from '../decide/recovery.ts';
+import { phaseSeconds, recoveryMs } from '../decide/recovery.ts';
 import type { RecoveryRecord } from '../history/notes.ts';
 import { notYetAnalysed, type AnalysisResult, type AnalysisSession } from '../analysis/index.ts';
 import { clusterReader } from '../observe/kube.ts';
@@ -421,7 +421,7 @@ export function createController(opts: ControllerOptions): Controller {
         slot.log.info({ revision, revert: r.record.revert }, 'recovery recorded before (a retry, another replica): not announced again');
         return;
       }
-      metrics.recovered(slot.target.name, r.record.mode, (r.times.healthy - r.times.began) / 1000, phases(r.times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 })));
+      metrics.recovered(slot.target.name, r.record.mode, recoveryMs(r.times) / 1000, phaseSeconds(r.times));
       slot.log.info({ revision, revert: r.record.revert, recovery: r.sentence }, 'recovered');
       // the Event on the engine object that applied the revert (else the target's first object)
       const applier = r.outcome.evidence.find((x) => x.attempted?.sha);

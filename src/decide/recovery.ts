@@ -27,14 +27,6 @@ export interface RecoveryTimes {
 export type RecoveryPhase = 'detect' | 'revert' | 'review' | 'sync' | 'rollout';
 export const RECOVERY_PHASES: readonly RecoveryPhase[] = ['detect', 'revert', 'review', 'sync', 'rollout'];
 
-/** What each phase is, for people (docs, the page's legend). */
-export const PHASE_MEANING: Record<RecoveryPhase, string> = {
-  detect: 'the failure began → lastgood confirmed it',
-  revert: 'confirmed → the revert written (commit pushed or pull request opened)',
-  review: 'written → the pull request merged (pull-request mode)',
-  sync: 'written or merged → the GitOps engine applied it',
-  rollout: 'applied → the target healthy at it',
-};
 
 /** The times in order: each no earlier than the one before (clocks differ; a phase is never negative). */
 export function ordered(t: RecoveryTimes): RecoveryTimes {
@@ -58,15 +50,16 @@ export function phases(times: RecoveryTimes): Array<{ phase: RecoveryPhase; ms: 
   ];
 }
 
+/** Each phase's length in seconds, as the log, the notification and the metrics give it. */
+export function phaseSeconds(times: RecoveryTimes): Array<{ phase: RecoveryPhase; seconds: number }> {
+  return phases(times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 }));
+}
+
 /** From the failure's start to healthy again (ms). */
 export function recoveryMs(times: RecoveryTimes): number {
   return ordered(times).healthy - times.began;
 }
 
-/** "6m12s (detect 30s, revert 11s, review 3m2s, sync 1m10s, rollout 1m19s)" */
-export function phaseWords(times: RecoveryTimes): string {
-  return `${formatDuration(recoveryMs(times))} (${phases(times).map((p) => `${p.phase} ${formatDuration(p.ms)}`).join(', ')})`;
-}
 
 /** "recovered at 2026-11-28T12:07:00Z, 6m12s after the failure began (detect 30s, …)" */
 export function recoverySentence(times: RecoveryTimes): string {

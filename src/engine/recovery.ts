@@ -20,13 +20,13 @@
  */
 import type { Logger } from 'pino';
 import type { Config, ResolvedTarget } from '../config/schema.ts';
-import { failureBegan, ordered, phases, recoveryMs, recoverySentence, type RecoveryTimes } from '../decide/recovery.ts';
+import { failureBegan, ordered, phases, phaseSeconds, recoveryMs, recoverySentence, type RecoveryTimes } from '../decide/recovery.ts';
 import type { Verdict } from '../decide/types.ts';
-import { recoveryTimesOf, type RecoveryRecord } from '../history/notes.ts';
+import { RECOVERY_TIMES, recoveryTimesOf, type RecoveryRecord } from '../history/notes.ts';
 import { notifyRecovered, type RecoveryNote } from '../report/notify.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { readAuditLog } from '../audit/timeline.ts';
-import type { RevertEntry } from '../audit/schema.ts';
+import type { RecoveredEntry, RevertEntry } from '../audit/schema.ts';
 import { notifyOptions } from './effects.ts';
 import { codeSpan, type MarkdownDialect } from '../revert/markup.ts';
 import type { TargetOutcome } from './types.ts';
@@ -85,7 +85,9 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
   const auditLog = await readAuditLog({
     repo, branch: opts.config.repo.branch, targets: [{ name: target.name, paths: target.paths }], since, why: 'recovery', now: opts.now,
   });
-  const reverts = (auditLog.targets[0]?.entries ?? []).filter((e): e is RevertEntry => e.kind === 'revert');
+  // what the log read of the target: its reverts, verified records and recoveries (no second read of the notes)
+  const entries = auditLog.targets[0]?.entries ?? [];
+  const reverts = entries.filter((e): e is RevertEntry => e.kind === 'revert');
   let entry: RevertEntry | undefined;
   for (const r of reverts) {
     if (r.landedAs === revision || (await repo.isAncestor(r.landedAs, revision))) {
@@ -95,11 +97,11 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
   }
   if (!entry) return { recovered: false, reason: `${revision.slice(0, 12)} contains no revert of lastgood's for ${target.name}` };
 
-  const store = repo.notes?.();
-  const recorded = (await store?.recoveries?.(target.name))?.find((r) => r.revert === entry.commit);
+  const found = entries.find((e): e is RecoveredEntry => e.kind === 'recovered' && e.revert === entry.commit);
+  const recorded = found ? recordOf(target.name, found) : undefined;
   // healthy past the revert before this revision: it recovered then, unrecorded (another controller, or none watching)
-  for (const v of (await store?.list(target.name)) ?? []) {
-    if (recorded || v.commit === revision || Date.parse(v.at) < Date.parse(entry.at)) continue;
+  for (const v of entries) {
+    if (v.kind !== 'verified' || recorded || v.commit === revision || Date.parse(v.at) < Date.parse(entry.at)) continue;
     if (v.commit === entry.landedAs || (await repo.isAncestor(entry.landedAs, v.commit))) {
       return { recovered: false, reason: `already verified healthy past ${entry.commit.slice(0, 12)} at ${v.commit.slice(0, 12)} (${v.at}): it recovered then` };
     }
@@ -146,6 +148,7 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
   };
 
   // the record is the claim: of two replicas (or a retry after a lost answer), one writes it
+  const store = repo.notes?.();
   let claimed: boolean;
   if (recorded) claimed = false;
   else if (store?.recordRecovery) claimed = await store.recordRecovery(record);
@@ -162,11 +165,19 @@ export async function recover(opts: RecoverOptions): Promise<Recovery> {
   }
   const note: RecoveryNote = {
     sentence, mode, revision, seconds: recoveryMs(times) / 1000,
-    times: Object.fromEntries(Object.entries(record).filter(([k]) => ['began', 'confirmed', 'written', 'merged', 'synced', 'healthy'].includes(k))) as Record<string, string>,
-    phases: phases(times).map((p) => ({ phase: p.phase, seconds: p.ms / 1000 })),
+    times: Object.fromEntries(RECOVERY_TIMES.flatMap((k) => (record[k] !== undefined ? [[k, record[k]]] : []))),
+    phases: phaseSeconds(times),
   };
   await notifyRecovered(outcome, note, notifyOptions(opts));
   return { recovered: true, record, times, sentence, claimed, outcome };
+}
+
+/** A recovery as the log read it back, as the note records it. */
+function recordOf(target: string, e: RecoveredEntry): RecoveryRecord {
+  return {
+    target, revert: e.revert, revision: e.revision, mode: e.mode, began: e.began, confirmed: e.confirmed, written: e.written,
+    ...(e.merged ? { merged: e.merged } : {}), synced: e.synced, healthy: e.healthy,
+  };
 }
 
 /** The comment on the merged pull request: one line people read, the phases as a table. */

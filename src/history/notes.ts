@@ -117,7 +117,7 @@ export interface RecoveryRecord {
   healthy: string;
 }
 
-const RECOVERY_TIMES = ['began', 'confirmed', 'written', 'merged', 'synced', 'healthy'] as const;
+export const RECOVERY_TIMES = ['began', 'confirmed', 'written', 'merged', 'synced', 'healthy'] as const;
 
 /** A recorded recovery's times, in ms (decide/recovery.ts computes its phases). */
 export function recoveryTimesOf(r: RecoveryRecord): RecoveryTimes {
