@@ -8,15 +8,14 @@ import { openGitRemote } from '../src/deliver/git-remote/index.ts';
 import { loadSigner } from '../src/deliver/git-remote/signing.ts';
 import { commitRange, firstParentLog } from '../src/history/graph.ts';
 import type { Change } from '../src/repo/types.ts';
-import { commit, git, makeRepo, tempDir } from './support/git.ts';
+import { commit, commitMany, git, makeRepo, tempDir } from './support/git.ts';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.ts';
 
 /** RemoteRepo against git http-backend: what it fetches when, and what it sends where. */
 
 async function served(t: { teardown(fn: () => unknown): void }, commits: number, opts: { token?: string; protocol?: 0 | 2; allowReachableSHA1InWant?: boolean } = {}) {
   const work = makeRepo();
-  const shas: string[] = [];
-  for (let i = 0; i < commits; i++) shas.push(commit(work, { 'apps/a/values.yaml': `v: ${i}\n`, [`docs/${i % 3}.md`]: `${i}\n` }, `c${i}`));
+  const shas = commitMany(work, Array.from({ length: commits }, (_, i) => ({ files: { 'apps/a/values.yaml': `v: ${i}\n`, [`docs/${i % 3}.md`]: `${i}\n` }, message: `c${i}` })));
   const root = tempDir('lastgood-rr-');
   const bare = path.join(root, 'r.git');
   git(root, 'clone', '-q', '--bare', work, bare);

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { lastgood } from './support/cli.ts';
-import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
+import { commit, commitMany, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
 import { RACE_RUNS } from './support/races.ts';
@@ -42,7 +42,7 @@ interface Fixture {
 /** A config repository with some history, the bad release on top, served over smart HTTP with a token. */
 async function fixture(t: { teardown(fn: () => unknown): void }, opts: { mode?: 'commit' | 'pull-request'; extra?: string; history?: number; url?: (u: string) => string; allowFilter?: boolean; protocol?: 0 | 2; render?: boolean } = {}): Promise<Fixture> {
   const work = makeRepo();
-  for (let i = 0; i < (opts.history ?? 3); i++) commit(work, { [`docs/note-${i % 5}.md`]: `note ${i}\n`, 'apps/other/x.yaml': `x: ${i}\n` }, `housekeeping ${i}`);
+  commitMany(work, Array.from({ length: opts.history ?? 3 }, (_, i) => ({ files: { [`docs/note-${i % 5}.md`]: `note ${i}\n`, 'apps/other/x.yaml': `x: ${i}\n` }, message: `housekeeping ${i}` })));
   const good = commit(work, { [`${P}values.yaml`]: values('1.0.0'), [`${P}kustomization.yaml`]: 'resources: [values.yaml]\n' }, 'podinfo 1.0.0');
   commit(work, { 'apps/other/x.yaml': 'x: later\n' }, 'other app');
   const bad = commit(work, { [`${P}values.yaml`]: values('1.1.0') }, 'podinfo 1.1.0');

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import git from 'isomorphic-git';
 import { BrokenRefError, compareAndSwapRef, LockHeldError, readPackedRefs, readRef, RefLock, type StepHook } from '../src/deliver/local/refs.ts';
 import { InputError } from '../src/errors.ts';
-import { commit, git as sh, makeRepo, tempDir } from './support/git.ts';
+import { commit, fromTemplate, git as sh, makeRepo } from './support/git.ts';
 import { runSync } from './support/spawner.ts';
 
 /**
@@ -20,12 +20,16 @@ const MAIN = 'refs/heads/main';
 
 /** A bare repository with main at a first commit, and a way to make more commits on top of any commit (in-process, fast). */
 function bareRepo(): { gitdir: string; first: string; child: (parent: string, label: string) => Promise<string> } {
-  const work = makeRepo();
-  commit(work, { 'a.txt': 'a\n' }, 'first');
-  const gitdir = path.join(tempDir(), 'repo.git');
-  sh(work, 'clone', '-q', '--bare', work, gitdir);
-  const first = sh(gitdir, 'rev-parse', 'main');
-  const tree = sh(gitdir, 'rev-parse', 'main^{tree}');
+  // built once per worker, copied for each use (support/git.ts fromTemplate)
+  const fixture = fromTemplate('refs bare', (root) => {
+    const work = makeRepo({ dir: path.join(root, 'work') });
+    commit(work, { 'a.txt': 'a\n' }, 'first');
+    sh(root, 'clone', '-q', '--bare', work, path.join(root, 'repo.git'));
+    fs.rmSync(work, { recursive: true });
+    return { first: sh(root, '--git-dir=repo.git', 'rev-parse', 'main'), tree: sh(root, '--git-dir=repo.git', 'rev-parse', 'main^{tree}') };
+  });
+  const gitdir = path.join(fixture.root, 'repo.git');
+  const { first, tree } = fixture.value;
   const who = { name: 'T', email: 't@example.com', timestamp: 1_800_000_000, timezoneOffset: 0 };
   const child = (parent: string, label: string) => git.writeCommit({ fs, gitdir, commit: { tree, parent: [parent], author: who, committer: who, message: `${label}\n` } });
   return { gitdir, first, child };

@@ -2,7 +2,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { LocalRepo } from '../src/deliver/local/index.ts';
 import { planRestore } from '../src/revert/restore.ts';
-import { commit, git, makeRepo } from './support/git.ts';
+import { commit, commitMany, git, makeRepo } from './support/git.ts';
 
 /** Property: a restore touches only its target's paths, and afterwards they equal the last-known-good. */
 
@@ -14,8 +14,7 @@ test('restore changes only files under the target paths, and makes them equal to
   await fc.assert(
     fc.asyncProperty(fc.array(edits, { minLength: 2, maxLength: 5 }), fc.constantFrom('a/', 'a/b/', 'b/c/', 'c/a/x.yaml'), async (history, target) => {
       const dir = makeRepo();
-      const shas = [commit(dir, { 'README.md': 'root\n' }, 'root')];
-      for (const [i, files] of history.entries()) shas.push(commit(dir, files, `c${i}`));
+      const shas = [commit(dir, { 'README.md': 'root\n' }, 'root'), ...commitMany(dir, history.map((files, i) => ({ files, message: `c${i}` })))];
       const repo = new LocalRepo(dir);
       const head = shas[shas.length - 1]!;
       const lkg = shas[1]!;

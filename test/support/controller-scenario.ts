@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
@@ -9,7 +10,7 @@ import { openRepo } from '../../src/deliver/registry.ts';
 import { LocalRepo } from '../../src/deliver/local/index.ts';
 import type { TargetOutcome } from '../../src/engine/index.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
-import { commit, git, makeRepo, tempDir } from './git.ts';
+import { commit, fromTemplate, git, makeRepo, tempDir } from './git.ts';
 import { startGitHubEmulator, type Emulator } from './github-emulator.ts';
 import { startGitHttpServer } from './git-http-server.ts';
 import { startKubeEmulator, type KubeEmulator } from './kube-emulator.ts';
@@ -40,14 +41,18 @@ export interface GitopsRepo {
 }
 
 export function gitopsRepo(): GitopsRepo {
-  const work = makeRepo();
-  const c1 = commit(work, { 'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n', [`${TARGET_PATH}kustomization.yaml`]: overlay('6.0.0'), 'apps/redis/values.yaml': 'replicas: 1\n' }, 'initial platform');
-  const c2 = commit(work, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
-  const c3 = commit(work, { [`${TARGET_PATH}kustomization.yaml`]: overlay('6.1.0') }, 'podinfo: release 6.1.0');
-  const c4 = commit(work, { 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
-  const bare = path.join(tempDir('lastgood-ctl-'), 'gitops.git');
-  git(path.dirname(bare), 'clone', '-q', '--bare', work, bare);
-  return { bare, c1, c2, c3, c4 };
+  // built once per worker, copied for each test (support/git.ts fromTemplate)
+  const fixture = fromTemplate('controller gitops', (root) => {
+    const work = makeRepo({ dir: path.join(root, 'work') });
+    const c1 = commit(work, { 'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n', [`${TARGET_PATH}kustomization.yaml`]: overlay('6.0.0'), 'apps/redis/values.yaml': 'replicas: 1\n' }, 'initial platform');
+    const c2 = commit(work, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
+    const c3 = commit(work, { [`${TARGET_PATH}kustomization.yaml`]: overlay('6.1.0') }, 'podinfo: release 6.1.0');
+    const c4 = commit(work, { 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
+    git(root, 'clone', '-q', '--bare', work, path.join(root, 'gitops.git'));
+    rmSync(work, { recursive: true });
+    return { c1, c2, c3, c4 };
+  });
+  return { bare: path.join(fixture.root, 'gitops.git'), ...fixture.value };
 }
 
 export const RESOURCES = `

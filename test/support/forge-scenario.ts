@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
@@ -7,7 +7,7 @@ import { run, type Report } from '../../src/engine/index.ts';
 import type { Observed } from '../../src/observe/types.ts';
 import type { RepoBackend } from '../../src/repo/types.ts';
 import type { ForgeEmulator } from './forge-emulator.ts';
-import { commit, git, makeRepo, tempDir, writeFile } from './git.ts';
+import { commit, fromTemplate, git, makeRepo, tempDir, writeFile } from './git.ts';
 import { startGitHttpServer, type GitHttpServer } from './git-http-server.ts';
 import type { HostEmulatorOptions } from './gitea-emulator.ts';
 import { kustomization } from './objects.ts';
@@ -76,15 +76,23 @@ export async function forgeScenario(
   host: HostUnderTest,
   opts: { users?: string[]; labels?: string[]; refuseCreate?: { status: number; message: string }; pullRequest?: string; mode?: 'commit' | 'pull-request'; auth?: string; env?: Record<string, string>; render?: boolean } = {},
 ): Promise<ForgeScenario> {
-  const work = makeRepo();
-  commit(work, { 'apps/other/x.yaml': 'x: 0\n', 'README.md': 'gitops\n' }, 'bootstrap');
-  const good = commit(work, { [`${P}values.yaml`]: values('1.0.0'), [`${P}kustomization.yaml`]: 'resources: [values.yaml]\n' }, 'podinfo 1.0.0');
-  commit(work, { 'apps/other/x.yaml': 'x: later\n' }, 'other app');
-  const bad = commit(work, { [`${P}values.yaml`]: values('1.1.0') }, 'podinfo 1.1.0');
-  const root = tempDir('lastgood-forge-root-');
+  // the history, built once per worker (support/git.ts fromTemplate): work/ and the bare clone beside it
+  const fixture = fromTemplate('forge-scenario', (dir) => {
+    const work = makeRepo({ dir: path.join(dir, 'work') });
+    commit(work, { 'apps/other/x.yaml': 'x: 0\n', 'README.md': 'gitops\n' }, 'bootstrap');
+    const good = commit(work, { [`${P}values.yaml`]: values('1.0.0'), [`${P}kustomization.yaml`]: 'resources: [values.yaml]\n' }, 'podinfo 1.0.0');
+    commit(work, { 'apps/other/x.yaml': 'x: later\n' }, 'other app');
+    const bad = commit(work, { [`${P}values.yaml`]: values('1.1.0') }, 'podinfo 1.1.0');
+    git(dir, 'clone', '-q', '--bare', work, path.join(dir, 'bare.git'));
+    return { good, bad };
+  });
+  const { good, bad } = fixture.value;
+  const work = path.join(fixture.root, 'work');
+  // the git server's root holds the bare repository alone, at the host's path
+  const root = path.join(fixture.root, 'served');
   const bare = path.join(root, host.repoPath);
   mkdirSync(path.dirname(bare), { recursive: true });
-  git(root, 'clone', '-q', '--bare', work, bare);
+  renameSync(path.join(fixture.root, 'bare.git'), bare);
   git(work, 'remote', 'add', 'origin', bare);
   const server = await startGitHttpServer({ root, token: TOKEN });
   t.teardown(() => server.close());

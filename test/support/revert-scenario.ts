@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, lastgood, type CliResult } from './cli.ts';
-import { commit, git, makeRepo, tempDir, writeFile } from './git.ts';
+import { commit, fromTemplate, git, makeRepo, tempDir, writeFile } from './git.ts';
 import { runSync } from './spawner.ts';
 import { kustomization, yamlDocs } from './objects.ts';
 import { RENDER } from './render-off.ts';
@@ -44,21 +44,28 @@ export interface Scenario {
 
 /** `render` as forge-scenario.ts's RENDER: off unless asked for, these scenarios test the write path */
 export function scenario(opts: { bare?: boolean; mode?: 'commit' | 'pull-request'; extraConfig?: string; files?: Record<string, string>; render?: boolean } = {}): Scenario {
-  const work = makeRepo();
-  commit(work, {
-    'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n',
-    [KUSTOMIZATION]: kustomizationFile('6.0.0'),
-    'apps/redis/values.yaml': 'replicas: 1\n',
-    ...opts.files,
-  }, 'initial platform');
-  const good = commit(work, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
-  const bad = commit(work, { [KUSTOMIZATION]: kustomizationFile('6.1.0'), [`${TARGET_PATH}hpa.yaml`]: 'kind: HorizontalPodAutoscaler\n' }, 'podinfo: release 6.1.0');
-  const attempted = commit(work, { 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
+  // the history, built once per worker for each set of extra files (support/git.ts fromTemplate)
+  const fixture = fromTemplate(`revert-scenario ${JSON.stringify(opts.files ?? {})}`, (root) => {
+    const work = makeRepo({ dir: path.join(root, 'work') });
+    commit(work, {
+      'apps/podinfo/base/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n',
+      [KUSTOMIZATION]: kustomizationFile('6.0.0'),
+      'apps/redis/values.yaml': 'replicas: 1\n',
+      ...opts.files,
+    }, 'initial platform');
+    const good = commit(work, { [`${TARGET_PATH}replicas.yaml`]: 'replicas: 2\n' }, 'podinfo: two replicas in prod');
+    const bad = commit(work, { [KUSTOMIZATION]: kustomizationFile('6.1.0'), [`${TARGET_PATH}hpa.yaml`]: 'kind: HorizontalPodAutoscaler\n' }, 'podinfo: release 6.1.0');
+    const attempted = commit(work, { 'apps/redis/values.yaml': 'replicas: 3\n' }, 'redis: three replicas');
+    git(root, 'clone', '-q', '--bare', work, path.join(root, 'bare.git'));
+    return { good, bad, attempted };
+  });
+  const { good, bad, attempted } = fixture.value;
+  const work = path.join(fixture.root, 'work');
   const dir = tempDir('lastgood-cfg-');
   let repo = work;
   if (opts.bare) {
     repo = path.join(dir, 'bare.git');
-    git(dir, 'clone', '-q', '--bare', work, repo);
+    renameSync(path.join(fixture.root, 'bare.git'), repo);
   }
   const config = writeFile(dir, 'lastgood.yaml', `repo:
   url: ${repo}
