@@ -2,12 +2,14 @@ import anyTest, { type TestFn } from 'ava';
 import path from 'node:path';
 import { runAction } from './support/action.ts';
 import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { git, tempDir, writeFile } from './support/git.ts';
 import { freePort, startPrometheus, withPrometheus, type PrometheusServer } from './support/prometheus.ts';
 import { at, cluster, config, ERROR_RATIO_CHECK, metrics, NEW_HASH, shopRepo, T0 } from './support/analysis-scenario.ts';
 
 /**
- * Metric analysis end to end through the CLI (a spawned `lastgood`, as a user runs it) and a real
+ * Metric analysis end to end: the engine as `lastgood run`/`check` call it (in this process,
+ * support/engine-run.ts; the CLI's `validate` and the Action's door are started as a user does) and a real
  * Prometheus serving a TSDB backfilled by promtool: PromQL is evaluated by Prometheus. The
  * templates are the upstream projects' own examples (fixtures/analysis/, with their sources).
  */
@@ -36,7 +38,7 @@ const head = (repo: string) => git(repo, 'rev-parse', 'main');
 
 test('a bad rollout fails its error-ratio check: one revert of the release commit, with the query, value, condition and time in the commit', async (t) => {
   const { repo, cfg, snapshot } = setup(t, 'prod', ERROR_RATIO_CHECK);
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
   t.is(r.code, 0, r.stderr);
   const [target] = json(r.stdout).targets;
   t.like(target, { verdict: 'failed', class: 'analysis', action: 'revert', bad: [repo.c3], lastKnownGood: repo.c2, created: true });
@@ -59,14 +61,14 @@ test('a bad rollout fails its error-ratio check: one revert of the release commi
   t.is(git(repo.work, 'show', 'main:apps/shop/deployment.yaml').match(/image: (.*)/)![1], 'ghcr.io/acme/shop:1.4.0');
 
   // a second run finds its own revert and writes nothing
-  const again = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(11 * 60_000), '--json']);
+  const again = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(11 * 60_000), '--json']);
   t.is(again.code, 0, again.stderr);
   t.is(git(repo.work, 'log', '--format=%H', `${repo.c4}..main`).split('\n').filter(Boolean).length, 1);
 });
 
 test('one-shot before the failure limit is reached: says what it measured and what it could not conclude yet, writes nothing', async (t) => {
   const { repo, cfg, snapshot } = setup(t, 'prod', ERROR_RATIO_CHECK);
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(90_000)]);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(90_000)]);
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, /shop-prod: PROGRESSING/);
   t.regex(r.stdout, /error-ratio \(lastgood\.yaml\) for shop-5d8f7c9b6a: not concluded yet: 1 of 5 measurements taken, 1 failed, 0 inconclusive; next measurement at 2026-11-20T10:02/);
@@ -78,13 +80,13 @@ test('one-shot before the failure limit is reached: says what it measured and wh
 
 test('a good rollout passes: recorded as verified last-known-good once its checks have concluded (and the soak passed), not before', async (t) => {
   const { repo, cfg, snapshot } = setup(t, 'good', ERROR_RATIO_CHECK);
-  const early = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(3 * 60_000), '--record', '--json']);
+  const early = await lastgoodEngine(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(3 * 60_000), '--record', '--json']);
   t.is(early.code, 0, early.stderr);
   t.like(json(early.stdout).targets[0], { verdict: 'progressing' });
   t.is(git(repo.work, 'notes', '--ref=lastgood', 'list'), '', 'nothing recorded while the checks run');
 
   // the checks have concluded, and the target has stayed healthy since for the soak (5m, issue 19)
-  const later = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(15 * 60_000), '--record', '--json']);
+  const later = await lastgoodEngine(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(15 * 60_000), '--record', '--json']);
   t.is(later.code, 0, later.stderr);
   const [target] = json(later.stdout).targets;
   t.like(target, { verdict: 'healthy', lastKnownGood: repo.c4, verified: true });
@@ -95,7 +97,7 @@ test('a good rollout passes: recorded as verified last-known-good once its check
 test('Prometheus unreachable: unknown, said so, exit 3, nothing written', async (t) => {
   const closed = await freePort();
   const { repo, cfg, snapshot } = setup(t, 'prod', ERROR_RATIO_CHECK, { prometheus: `http://127.0.0.1:${closed}` });
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
   t.is(r.code, 3, r.stderr);
   const [target] = json(r.stdout).targets;
   t.is(target!.verdict, 'progressing', 'never failed on a check that could not be measured');
@@ -110,13 +112,13 @@ test('a query Prometheus refuses (bad_data, a typo in the PromQL): measured in e
   const typo = ERROR_RATIO_CHECK.replace("query: '", "query: 'sum(rate(") + '\n    consecutiveErrorLimit: 2';
   const { repo, cfg, snapshot } = setup(t, 'prod', typo);
   // early: two measurements in error (the first at 1m, then 10 s later), within the limit: still measuring, and says why
-  const early = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(75_000), '--json']);
+  const early = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(75_000), '--json']);
   t.is(early.code, 0, early.stderr);
   const measuring = json(early.stdout).targets[0]!.evidence.find((e: any) => e.kind === 'Analysis');
   t.like(measuring, { state: 'progressing', reason: 'AnalysisRunning' });
   t.regex(measuring.message, /0 of 5 measurements taken, 0 failed, 0 inconclusive, 2 in error \(last: .*bad_data.*; 2 in a row allowed\)/);
   // later: three in a row > consecutiveErrorLimit (2): Error, as Argo Rollouts ends the run
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
   t.is(r.code, 4, r.stderr);
   const [target] = json(r.stdout).targets;
   t.is(target!.action, 'none', 'never reverted on measurements it could not take');
@@ -126,7 +128,7 @@ test('a query Prometheus refuses (bad_data, a typo in the PromQL): measured in e
   t.regex(target!.error.message, /error-ratio \(lastgood\.yaml\) ended in error: consecutiveErrors \(3\) > consecutiveErrorLimit \(2\); last: .*bad_data/);
   t.is(target!.error.code, 4);
   t.is(head(repo.work), repo.c4, 'nothing written');
-  const text = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000)]);
+  const text = await lastgoodEngine(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000)]);
   t.is(text.code, 4);
   t.regex(text.stdout, /^shop-prod: PROGRESSING — CHECK IN ERROR \(exit 4\)$/m);
   t.regex(text.stdout, /^ {2}error \(exit 4\): Analysis prod\/error-ratio: error-ratio \(lastgood\.yaml\) ended in error/m);
@@ -142,14 +144,14 @@ test('an inconclusive check holds the target and says so; nothing is written', a
     interval: 1m
     count: 3`;
   const { repo, cfg, snapshot } = setup(t, 'meh', analysis);
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000)]);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000)]);
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, /shop-meh: PROGRESSING/);
   t.regex(r.stdout, /lastgood\.dev\/Analysis meh\/error-ratio suspended \(AnalysisInconclusive\)/);
   t.regex(r.stdout, /held: error-ratio \(lastgood\.yaml\) for shop-4b7c8d9e1f is inconclusive, a person decides/);
   t.regex(r.stdout, /Inconclusive: 1 of 3 measurements, 0 failed, 1 inconclusive/);
   t.regex(r.stdout, /neither successCondition "result\[0\] < 0\.01" nor failureCondition "result\[0\] > 0\.05" is true/);
-  const j = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
+  const j = await lastgoodEngine(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
   t.regex(json(j.stdout).targets[0]!.evidence.find((e: any) => e.kind === 'Analysis').message, /inconclusive \(1\) > inconclusiveLimit \(0\)/);
   t.is(head(repo.work), repo.c4);
 });
@@ -163,14 +165,14 @@ argo:
   const template = path.join(FIXTURES, 'argo-rollouts-success-rate-background.yaml');
   // the template has no namespace: kubectl get -o yaml would show the one it lives in
   const ns = writeFile(path.dirname(snapshot), 'template.yaml', (await import('node:fs')).readFileSync(template, 'utf8').replace('  name: success-rate', '  name: success-rate\n  namespace: prod'));
-  const before = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', ns, '--now', at(24 * 60_000), '--json', '--dry-run']);
+  const before = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', ns, '--now', at(24 * 60_000), '--json', '--dry-run']);
   t.is(before.code, 0, before.stderr);
   const running = json(before.stdout).targets[0]!.evidence.find((e: any) => e.kind === 'Analysis');
   // irate over 5m: at T0 only the old pods answer (0.996), at T0+5m both (0.958), from T0+10m the new ones (0.92 < 0.95)
   t.like(running, { state: 'progressing', analysis: { source: 'AnalysisTemplate prod/success-rate', phase: 'Running', failed: 3, taken: 5 } });
   t.deepEqual(running.analysis.measurements.map((m: any) => m.phase), ['Successful', 'Successful', 'Failed', 'Failed', 'Failed']);
 
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', ns, '--now', at(26 * 60_000), '--json']);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', ns, '--now', at(26 * 60_000), '--json']);
   t.is(r.code, 0, r.stderr);
   const [target] = json(r.stdout).targets;
   t.like(target, { verdict: 'failed', action: 'revert', bad: [repo.c3] });
@@ -185,7 +187,7 @@ test('an AnalysisTemplate in the snapshot as the upstream docs print it (no meta
   const { repo, cfg, snapshot } = setup(t, 'prod', `argo:
   templates: [ { templateName: success-rate } ]
   args: [ { name: service-name, value: "{{workload}}.{{namespace}}.svc.cluster.local" } ]`);
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'argo-rollouts-success-rate-background.yaml'), '--now', at(10 * 60_000), '--json']);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'argo-rollouts-success-rate-background.yaml'), '--now', at(10 * 60_000), '--json']);
   t.is(r.code, 2, r.stderr);
   t.regex(json(r.stdout).targets[0]!.error.message, /AnalysisTemplate prod\/success-rate not found; what was observed holds the AnalysisTemplate success-rate without metadata\.namespace \(as the upstream docs print them\): add `namespace: prod` to it/);
   t.is(head(repo.work), repo.c4);
@@ -198,7 +200,7 @@ test('Argo Rollouts AnalysisTemplate (upstream example, one measurement, address
   const { cfg, snapshot, dir } = setup(t, 'good', analysis);
   const fs = await import('node:fs');
   const tpl = writeFile(dir, 'template.yaml', fs.readFileSync(path.join(FIXTURES, 'argo-rollouts-success-rate-step.yaml'), 'utf8').replace('  name: success-rate', '  name: success-rate\n  namespace: good'));
-  const r = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--snapshot', tpl, '--now', at(60_000), '--json']);
+  const r = await lastgoodEngine(['check', '--config', cfg, '--snapshot', snapshot, '--snapshot', tpl, '--now', at(60_000), '--json']);
   t.is(r.code, 0, r.stderr);
   const [target] = json(r.stdout).targets;
   t.like(target, { verdict: 'healthy' });
@@ -212,9 +214,9 @@ test('a Flagger Canary\'s analysis with the upstream latency MetricTemplate: Fla
   const snapshot = writeFile(dir, 'cluster.yaml', cluster({ namespace: 'test', workload: 'podinfo', applied: repo.c4 }));
   const args = ['--config', cfg, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'flagger-podinfo-canary.yaml'), '--snapshot', path.join(FIXTURES, 'flagger-latency-metrictemplate.yaml'), '--json'];
   // analysis.interval 15s, threshold 5: the first tick sees the old pods (p99 0.0995 s); then the new pods' p99 (0.99 s > 0.5) halts each tick; the fifth halt fails it
-  const running = json((await lastgood(['check', ...args, '--now', at(85_000)])).stdout).targets[0]!;
+  const running = json((await lastgoodEngine(['check', ...args, '--now', at(85_000)])).stdout).targets[0]!;
   t.like(running.evidence.find((e: any) => e.kind === 'Analysis'), { state: 'progressing', analysis: { source: 'Canary test/podinfo', semantics: 'flagger', failed: 4, taken: 5 } });
-  const r = await lastgood(['check', ...args, '--now', at(95_000)]);
+  const r = await lastgoodEngine(['check', ...args, '--now', at(95_000)]);
   t.is(r.code, 0, r.stderr);
   const [target] = json(r.stdout).targets;
   t.like(target, { verdict: 'failed', class: 'analysis', action: 'revert' });
@@ -228,7 +230,7 @@ test('a Flagger Canary\'s analysis with the upstream latency MetricTemplate: Fla
 test('providers other than Prometheus are refused, naming the provider and the template: exit 2, nothing written', async (t) => {
   const { repo, cfg, snapshot, dir } = setup(t, 'prod', `argo:
   templates: [ { templateName: always-pass, clusterScope: true } ]`);
-  const r = await lastgood(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'argo-rollouts-cluster-always-pass.yaml'), '--now', at(10 * 60_000), '--json']);
+  const r = await lastgoodEngine(['run', '--config', cfg, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'argo-rollouts-cluster-always-pass.yaml'), '--now', at(10 * 60_000), '--json']);
   t.is(r.code, 2, r.stderr);
   t.regex(json(r.stdout).targets[0]!.error.message, /ClusterAnalysisTemplate always-pass metric pass: provider "job" is not supported: lastgood evaluates prometheus metrics/);
   t.is(head(repo.work), repo.c4);
@@ -239,14 +241,14 @@ test('providers other than Prometheus are refused, naming the provider and the t
     - name: 404s percentage
       templateRef: { name: not-found-percentage, namespace: istio-system }
       thresholdRange: { max: 5 }` }));
-  const d = await lastgood(['check', '--config', flagger, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'flagger-datadog-metrictemplate.yaml'), '--now', at(10 * 60_000), '--json']);
+  const d = await lastgoodEngine(['check', '--config', flagger, '--snapshot', snapshot, '--snapshot', path.join(FIXTURES, 'flagger-datadog-metrictemplate.yaml'), '--now', at(10 * 60_000), '--json']);
   t.is(d.code, 2, d.stderr);
   t.regex(json(d.stdout).targets[0]!.error.message, /MetricTemplate istio-system\/not-found-percentage: provider "datadog" is not supported/);
 });
 
 test('without the ReplicaSet the window starts at the Deployment\'s last progress, and the evidence says it is approximate', async (t) => {
   const { cfg, snapshot } = setup(t, 'prod', ERROR_RATIO_CHECK, { replicaSet: false });
-  const r = await lastgood(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
+  const r = await lastgoodEngine(['check', '--config', cfg, '--snapshot', snapshot, '--now', at(10 * 60_000), '--json']);
   t.is(r.code, 0, r.stderr);
   const check = json(r.stdout).targets[0]!.evidence.find((e: any) => e.kind === 'Analysis');
   t.is(check.analysis.rollout.start, at(40_000));

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, commitMany, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHttpServer, type GitHttpServer } from './support/git-http-server.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
@@ -69,7 +70,10 @@ targets:
   return { bare, good, bad, dir, config, snapshot, server, url, env: { LASTGOOD_GIT_TOKEN: TOKEN } };
 }
 
-const run = (f: Fixture, extra: string[] = [], env: Record<string, string> = {}) => lastgood(['run', ...NOW, '--config', f.config, '--snapshot', f.snapshot, '--json', ...extra], { env: { ...f.env, ...env } });
+/** `lastgood run --json` through the engine in this process (support/engine-run.ts): what the backend does is the subject */
+const run = (f: Fixture, extra: string[] = [], env: Record<string, string> = {}) => lastgoodEngine(['run', ...NOW, '--config', f.config, '--snapshot', f.snapshot, '--json', ...extra], { env: { ...f.env, ...env } });
+/** the spawned CLI, where the door is part of the subject: processes racing, what it prints of a credential or a refusal */
+const runCli = (f: Fixture, extra: string[] = [], env: Record<string, string> = {}) => lastgood(['run', ...NOW, '--config', f.config, '--snapshot', f.snapshot, '--json', ...extra], { env: { ...f.env, ...env } });
 /** lastgood's pushes (native git's, from the tests' other clones, are left out) */
 const pushes = (s: GitHttpServer) => s.log.filter((r) => r.service === 'git-receive-pack' && r.method === 'POST' && r.agent.includes('lastgood'));
 const fetches = (s: GitHttpServer) => s.log.filter((r) => r.command === 'fetch' && r.agent.includes('lastgood'));
@@ -154,7 +158,7 @@ test('check --record pushes a verified note; lkg reads it back; a concurrent not
       await nativeGit(other, 'push', '-q', 'origin', 'refs/notes/lastgood');
     },
   });
-  const rec = await lastgood(['check', '--config', f.config, '--snapshot', healthy, '--record', '--now', '2026-11-01T12:00:00Z', '--json'], { env: f.env });
+  const rec = await lastgoodEngine(['check', '--config', f.config, '--snapshot', healthy, '--record', '--now', '2026-11-01T12:00:00Z', '--json'], { env: f.env });
   t.is(rec.code, 0, rec.stderr + rec.stdout);
   const notes = git(f.bare, 'notes', '--ref=lastgood', 'list');
   t.is(notes.split('\n').length, 2, notes);
@@ -211,7 +215,7 @@ test(`${RACE_RUNS} concurrent runs against the same failure make exactly one rev
   const cache = tempDir('lastgood-remote-shared-');
   const f = await fixture(t);
   const shared = { ...f, config: writeFile(f.dir, 'shared.yaml', readFileSync(f.config, 'utf8').replace('  insecure: true\n', `  insecure: true\n  cacheDir: ${cache}\n`)) };
-  const results = await Promise.all(Array.from({ length: RACE_RUNS }, (_, i) => run(i % 2 ? shared : f)));
+  const results = await Promise.all(Array.from({ length: RACE_RUNS }, (_, i) => runCli(i % 2 ? shared : f)));
   for (const r of results) t.is(r.code, 0, r.stderr + r.stdout);
   const log = git(f.bare, 'log', '--format=%H %s', `${f.bad}..main`).split('\n').filter(Boolean);
   t.is(log.length, 1, log.join('\n'));
@@ -246,7 +250,7 @@ test('a foreign commit pushed while lastgood pushes survives: the revert is plan
 test('wrong credentials: exit 3, the permission named, no secret anywhere', async (t) => {
   const f = await fixture(t);
   const wrong = 'glpat-WrongTokenValue987654321';
-  const r = await run(f, [], { LASTGOOD_GIT_TOKEN: wrong });
+  const r = await runCli(f, [], { LASTGOOD_GIT_TOKEN: wrong });
   t.is(r.code, 3, r.stderr + r.stdout);
   t.regex(r.stderr + r.stdout, /401/);
   t.regex(r.stderr + r.stdout, /read access to the repository/);
@@ -259,7 +263,7 @@ test('wrong credentials: exit 3, the permission named, no secret anywhere', asyn
 test('a push refused with 403 says that write access is missing', async (t) => {
   const f = await fixture(t);
   f.server.inject({ service: 'git-receive-pack', method: 'GET', status: 403 });
-  const r = await run(f);
+  const r = await runCli(f);
   t.is(r.code, 3, r.stderr + r.stdout);
   t.regex(r.stderr + r.stdout, /denied write access to the repository \(push\) \(403\)/);
   t.is(git(f.bare, 'rev-parse', 'main'), f.bad);
@@ -302,7 +306,7 @@ test('a connection dropped mid-push: the remote is unchanged or complete, never 
 
 test('credentials in repo.url are refused with where to put them; http without repo.insecure is refused', async (t) => {
   const f = await fixture(t, { url: (u) => u.replace('http://', `http://oauth2:${TOKEN}@`) });
-  const r = await run(f);
+  const r = await runCli(f);
   t.is(r.code, 2, r.stderr);
   t.regex(r.stderr, /lastgood\.yaml:2: repo\.url .* credentials in the URL.*repo\.auth/);
   t.false(r.stderr.includes(TOKEN));

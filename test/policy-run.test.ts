@@ -1,12 +1,15 @@
 import test from 'ava';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { canary, deployment, kustomization, yamlDocs } from './support/objects.ts';
 import { RENDER } from './support/render-off.ts';
 
-/** Policies and guards end to end: the spawned CLI, real git repositories, fixed clocks (issue 7). */
+/**
+ * Policies and guards end to end: the engine as `lastgood run`/`check` call it (in this process,
+ * support/engine-run.ts: the CLI door has its own tests), real git repositories, fixed clocks (issue 7).
+ */
 
 const TARGET_PATH = 'apps/podinfo/overlays/prod/';
 const FAILED_AT = '2026-11-01T12:00:00Z';
@@ -63,7 +66,7 @@ test('Flagger 1.44 failed promotion (canaryWeight 100): waits for self-heal, the
   const snap = flaggerSnapshot(s, 'Failed');
   const before = fingerprint(s.repo);
 
-  const early = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(4), '--json']);
+  const early = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(4), '--json']);
   t.is(early.code, 0, early.stderr);
   const waiting = json(early.stdout);
   t.is(waiting.verdict, 'failed');
@@ -72,7 +75,7 @@ test('Flagger 1.44 failed promotion (canaryWeight 100): waits for self-heal, the
   t.regex(waiting.reason, /^failed \(promotion\): Canary prod\/podinfo PromotionFailed 4m ago, the engine's verdict is final \(no further assessment can change it\), waiting 6m more for it to heal, then revert$/);
   t.is(fingerprint(s.repo), before, 'nothing written while waiting');
 
-  const late = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
+  const late = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
   t.is(late.code, 1, late.stderr);
   const alerted = json(late.stdout);
   t.is(alerted.action, 'alert');
@@ -83,7 +86,7 @@ test('Flagger 1.44 failed promotion (canaryWeight 100): waits for self-heal, the
 test('Flagger 1.44 failed promotion, target opted in (allowRevertDuring): reverts once --now is past the wait', async (t) => {
   const s = scenario(FLAGGER_RESOURCES, '    allowRevertDuring: [flagger-promotion-failure]\n');
   const snap = flaggerSnapshot(s, 'Failed');
-  const late = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
+  const late = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
   t.is(late.code, 0, late.stderr + late.stdout);
   const reverted = json(late.stdout);
   t.is(reverted.action, 'revert');
@@ -97,9 +100,9 @@ test('Flagger 1.44 failed promotion, target opted in (allowRevertDuring): revert
 test('Flagger failed promotion healed within the window (Canary Succeeded): no commit', async (t) => {
   const s = scenario(FLAGGER_RESOURCES);
   const before = fingerprint(s.repo);
-  const early = await lastgood(['run', '--config', s.config, '--snapshot', flaggerSnapshot(s, 'Failed'), '--now', at(4), '--json']);
+  const early = await lastgoodEngine(['run', '--config', s.config, '--snapshot', flaggerSnapshot(s, 'Failed'), '--now', at(4), '--json']);
   t.is(json(early.stdout).action, 'wait');
-  const healed = await lastgood(['run', '--config', s.config, '--snapshot', flaggerSnapshot(s, 'Succeeded', at(7)), '--now', at(11), '--json']);
+  const healed = await lastgoodEngine(['run', '--config', s.config, '--snapshot', flaggerSnapshot(s, 'Succeeded', at(7)), '--now', at(11), '--json']);
   t.is(healed.code, 0, healed.stderr);
   const out = json(healed.stdout);
   t.is(out.verdict, 'healthy');
@@ -145,7 +148,7 @@ test('Kargo: a Promotion Errored while another Promotion of the same stage is Ru
   const snap = writeFile(s.dir, 'kargo.yaml', yamlDocs(errored, running));
   const before = fingerprint(s.repo);
 
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
+  const r = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(11), '--json']);
   t.is(r.code, 0, r.stderr);
   const out = json(r.stdout);
   t.is(out.verdict, 'failed');
@@ -155,13 +158,13 @@ test('Kargo: a Promotion Errored while another Promotion of the same stage is Ru
   t.is(fingerprint(s.repo), before);
 
   // check says the same, in text
-  const text = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', at(11)]);
+  const text = await lastgoodEngine(['check', '--config', s.config, '--snapshot', snap, '--now', at(11)]);
   t.is(text.code, 0, text.stderr);
   t.regex(text.stdout, /decision: wait — held: another promotion is running \(Promotion kargo-demo\/prod\.01b\.running Running\)/);
 
   // the other promotion gone (settled): the Errored one's commit is reverted
   const settled = writeFile(s.dir, 'kargo-settled.yaml', yamlDocs(errored, { ...running, status: { ...running.status, phase: 'Succeeded', finishedAt: at(12) } }));
-  const after = await lastgood(['run', '--config', s.config, '--snapshot', settled, '--now', at(13), '--json']);
+  const after = await lastgoodEngine(['run', '--config', s.config, '--snapshot', settled, '--now', at(13), '--json']);
   t.is(after.code, 0, after.stderr);
   const reverted = json(after.stdout);
   t.is(reverted.action, 'revert', reverted.reason);
@@ -175,7 +178,7 @@ test('a failure older than maxAge is ignored, with the reason, and nothing is wr
   const s = scenario(FLUX_RESOURCES);
   const snap = writeFile(s.dir, 'old.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'False', since: FAILED_AT })));
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(45), '--json']);
+  const r = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(45), '--json']);
   t.is(r.code, 0, r.stderr);
   const out = json(r.stdout);
   t.is(out.verdict, 'failed');
@@ -183,14 +186,14 @@ test('a failure older than maxAge is ignored, with the reason, and nothing is wr
   t.regex(out.reason, /^ignored: failure is 45m old, older than maxAge 20m; failed \(analysis\): Kustomization flux-system\/apps HealthCheckFailed 45m ago$/);
   t.is(fingerprint(s.repo), before);
   // in text too
-  const text = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', at(45)]);
+  const text = await lastgoodEngine(['check', '--config', s.config, '--snapshot', snap, '--now', at(45)]);
   t.regex(text.stdout, /decision: none — ignored: failure is 45m old, older than maxAge 20m/);
 });
 
 test('cooldown holds a second revert; a failure of lastgood\'s own revert alerts and is never reverted', async (t) => {
   const s = scenario(FLUX_RESOURCES);
   const first = writeFile(s.dir, 'first.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'False', since: FAILED_AT })));
-  const r1 = await lastgood(['run', '--config', s.config, '--snapshot', first, '--now', at(5), '--json']);
+  const r1 = await lastgoodEngine(['run', '--config', s.config, '--snapshot', first, '--now', at(5), '--json']);
   t.is(r1.code, 0, r1.stderr);
   const revert = json(r1.stdout).commit as string;
   t.is(revert, git(s.repo, 'rev-parse', 'main'));
@@ -198,7 +201,7 @@ test('cooldown holds a second revert; a failure of lastgood\'s own revert alerts
   // a developer ships 6.2.0 on top of the revert; Flux applies the revert, then fails on 6.2.0
   const c5 = commit(s.repo, { [`${TARGET_PATH}kustomization.yaml`]: 'images:\n  - name: podinfo\n    newTag: 6.2.0\n' }, 'podinfo: release 6.2.0');
   const second = writeFile(s.dir, 'second.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${c5}`, applied: `main@sha1:${revert}`, ready: 'False', since: at(10) })));
-  const held = await lastgood(['run', '--config', s.config, '--snapshot', second, '--now', at(12), '--json']);
+  const held = await lastgoodEngine(['run', '--config', s.config, '--snapshot', second, '--now', at(12), '--json']);
   t.is(held.code, 0, held.stderr);
   const out = json(held.stdout);
   t.is(out.action, 'wait');
@@ -207,7 +210,7 @@ test('cooldown holds a second revert; a failure of lastgood\'s own revert alerts
 
   // after the cooldown (and within maxAge of the failure) the second revert happens
   const secondLate = writeFile(s.dir, 'second-late.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${c5}`, applied: `main@sha1:${revert}`, ready: 'False', since: at(30) })));
-  const late = await lastgood(['run', '--config', s.config, '--snapshot', secondLate, '--now', at(36), '--json']);
+  const late = await lastgoodEngine(['run', '--config', s.config, '--snapshot', secondLate, '--now', at(36), '--json']);
   t.is(late.code, 0, late.stderr);
   t.is(json(late.stdout).action, 'revert', json(late.stdout).reason);
   t.deepEqual(json(late.stdout).bad, [c5]);
@@ -215,11 +218,11 @@ test('cooldown holds a second revert; a failure of lastgood\'s own revert alerts
   // the revert itself fails in the cluster: alert, exit 1, nothing written
   const s2 = scenario(FLUX_RESOURCES);
   const f1 = writeFile(s2.dir, 'f1.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s2.c4}`, applied: `main@sha1:${s2.c2}`, ready: 'False', since: FAILED_AT })));
-  const made = await lastgood(['run', '--config', s2.config, '--snapshot', f1, '--now', at(5), '--json']);
+  const made = await lastgoodEngine(['run', '--config', s2.config, '--snapshot', f1, '--now', at(5), '--json']);
   const own = json(made.stdout).commit as string;
   const ownFails = writeFile(s2.dir, 'own.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${own}`, applied: `main@sha1:${s2.c4}`, ready: 'False', since: at(8) })));
   const before = fingerprint(s2.repo);
-  const refused = await lastgood(['run', '--config', s2.config, '--snapshot', ownFails, '--now', at(50), '--json']);
+  const refused = await lastgoodEngine(['run', '--config', s2.config, '--snapshot', ownFails, '--now', at(50), '--json']);
   t.is(refused.code, 1, refused.stderr);
   const alert = json(refused.stdout);
   t.is(alert.action, 'alert');
@@ -231,14 +234,14 @@ test('freeze: freezeUntil and the lastgood.dev/hold annotation hold a revert, an
   const s = scenario(FLUX_RESOURCES, '    freezeUntil: "2026-11-01T13:00:00Z"\n');
   const snap = writeFile(s.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'False', since: FAILED_AT })));
   const before = fingerprint(s.repo);
-  const frozen = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(5), '--json']);
+  const frozen = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(5), '--json']);
   t.is(frozen.code, 0, frozen.stderr);
   t.regex(json(frozen.stdout).reason, /^held: frozen until 2026-11-01T13:00:00Z \(freezeUntil\)/);
 
   const s2 = scenario(FLUX_RESOURCES);
   const object = kustomization({ attempted: `main@sha1:${s2.c4}`, applied: `main@sha1:${s2.c2}`, ready: 'False', since: FAILED_AT });
   const annotated = { ...object, metadata: { ...object.metadata, annotations: { 'lastgood.dev/hold': 'INC-1234 database migration in progress' } } };
-  const held = await lastgood(['run', '--config', s2.config, '--snapshot', writeFile(s2.dir, 'h.yaml', yamlDocs(annotated)), '--now', at(5), '--json']);
+  const held = await lastgoodEngine(['run', '--config', s2.config, '--snapshot', writeFile(s2.dir, 'h.yaml', yamlDocs(annotated)), '--now', at(5), '--json']);
   t.is(held.code, 0, held.stderr);
   t.is(json(held.stdout).action, 'wait');
   t.regex(json(held.stdout).reason, /^held: Kustomization flux-system\/apps: INC-1234 database migration in progress \(annotation lastgood\.dev\/hold\)/);
@@ -254,14 +257,14 @@ test('hooks: a command hook gets the verdict on stdin before the revert; never i
   const snap = writeFile(s.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'False', since: FAILED_AT })));
   const payloads = () => (existsSync(out) ? readdirPayloads(out) : []);
 
-  const checked = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', at(3), '--json']);
+  const checked = await lastgoodEngine(['check', '--config', s.config, '--snapshot', snap, '--now', at(3), '--json']);
   t.is(json(checked.stdout).action, 'revert');
   t.regex(json(checked.stdout).reason, /hook \(sh\), then revert$/);
-  const dry = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(3), '--dry-run', '--json']);
+  const dry = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(3), '--dry-run', '--json']);
   t.regex(json(dry.stdout).reason, /dry run: hook not run, nothing written$/);
   t.deepEqual(payloads(), [], 'no hook in check or --dry-run');
 
-  const r = await lastgood(['run', '--config', s.config, '--snapshot', snap, '--now', at(3), '--json']);
+  const r = await lastgoodEngine(['run', '--config', s.config, '--snapshot', snap, '--now', at(3), '--json']);
   t.is(r.code, 0, r.stderr);
   const done = json(r.stdout);
   t.is(done.action, 'revert');
@@ -275,7 +278,7 @@ test('hooks: a command hook gets the verdict on stdin before the revert; never i
   const s2 = scenario(FLUX_RESOURCES, policy(failing));
   const snap2 = writeFile(s2.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s2.c4}`, applied: `main@sha1:${s2.c2}`, ready: 'False', since: FAILED_AT })));
   const before = fingerprint(s2.repo);
-  const bad = await lastgood(['run', '--config', s2.config, '--snapshot', snap2, '--now', at(3), '--json']);
+  const bad = await lastgoodEngine(['run', '--config', s2.config, '--snapshot', snap2, '--now', at(3), '--json']);
   t.is(bad.code, 1, bad.stderr);
   t.is(json(bad.stdout).action, 'alert');
   t.regex(json(bad.stdout).reason, /^hook failed \(sh exited 3: cannot reach the cluster\), onHookFailure: alert/);
@@ -294,14 +297,14 @@ test('hooks: a recovery hook with then: none is the recovery; when it fails and 
 
   const healed = scenario(FLUX_RESOURCES, policy(ok));
   const snap = writeFile(healed.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${healed.c4}`, applied: `main@sha1:${healed.c2}`, ready: 'False', since: FAILED_AT })));
-  const r = await lastgood(['run', '--config', healed.config, '--snapshot', snap, '--now', at(3), '--json']);
+  const r = await lastgoodEngine(['run', '--config', healed.config, '--snapshot', snap, '--now', at(3), '--json']);
   t.is(r.code, 0, r.stderr);
   t.is(git(healed.repo, 'rev-parse', 'main'), healed.c4, 'the hook was the recovery: no commit');
   t.regex(json(r.stdout).reason, /hook succeeded/);
 
   const broken = scenario(FLUX_RESOURCES, policy(failing));
   const snap2 = writeFile(broken.dir, 'f.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${broken.c4}`, applied: `main@sha1:${broken.c2}`, ready: 'False', since: FAILED_AT })));
-  const r2 = await lastgood(['run', '--config', broken.config, '--snapshot', snap2, '--now', at(3), '--json']);
+  const r2 = await lastgoodEngine(['run', '--config', broken.config, '--snapshot', snap2, '--now', at(3), '--json']);
   t.is(r2.code, 0, r2.stderr + r2.stdout);
   const done = json(r2.stdout);
   t.is(done.action, 'revert');

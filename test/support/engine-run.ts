@@ -1,21 +1,28 @@
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
 import { openRepo } from '../../src/deliver/registry.ts';
-import { analyse, checkReport, recordHealthy, run } from '../../src/engine/index.ts';
+import { analyse, checkReport, exitCodeFor, recordHealthy, run, type Report } from '../../src/engine/index.ts';
+import { LastgoodError } from '../../src/errors.ts';
 import { readSnapshots } from '../../src/observe/snapshot.ts';
 import { parseTime } from '../../src/observe/times.ts';
-import { reportJson } from '../../src/report/text.ts';
+import { formatReport, reportJson } from '../../src/report/text.ts';
+import type { CliResult } from './cli.ts';
 
 /**
- * The engine as `lastgood run` and `lastgood check --record` call it (src/cli.ts), in this
- * process: for tests whose subject is not the CLI door. They make a history with lastgood's own
- * runs, then test what reads it. Issue 38: the door keeps its own tests that start it as a user
- * does; a setup step through it paid a Node start and a cold JIT per run (0.2–0.6 CPU-s).
+ * The engine as `lastgood run` and `lastgood check [--record]` call it (src/cli.ts), in this
+ * process: for tests whose subject is what the engine decides (policies, analysis, backends), or a
+ * history that lastgood's own runs make before the test reads it. Issue 38: each door keeps its
+ * own tests that start it as a user does; an engine case through the CLI paid a Node start and a
+ * cold JIT per run (0.5–0.7 CPU-s, measured on audit-log).
  *
  * The same glue as the door: the config file, the snapshots, metric analysis without a cluster,
- * the backend from the registry with the door's token and API URL, and the report as `--json`
- * prints it. `env` is what the door's process would have on top of this one's.
+ * the backend from the registry with the door's token and API URL; the report printed as the door
+ * prints it (`--json`, or the text without a terminal), its exit code, and an error the door
+ * would print as `lastgood: …` with its exit code. `env` is what the door's process would have on
+ * top of this one's. What is the door's alone (argument parsing, the text for a terminal,
+ * the refusal of an older Node) is tested through the CLI.
  */
 export interface EngineRunOptions {
   config: string;
@@ -24,6 +31,7 @@ export interface EngineRunOptions {
   /** ISO 8601, as --now */
   now: string;
   mode?: 'commit' | 'pull-request';
+  dryRun?: boolean;
   env?: Record<string, string>;
 }
 
@@ -35,7 +43,7 @@ async function prepare(opts: EngineRunOptions) {
   const observed = await readSnapshots(opts.snapshots);
   const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
   const analysis = await analyse({ config, observed, now, target: opts.target, provider: { relativeTo: path.dirname(path.resolve(opts.config)), env } });
-  const repo = await openRepo({
+  const repo = async () => openRepo({
     location: config.repo.url,
     relativeTo: path.dirname(path.resolve(opts.config)),
     apiUrl: config.repo.apiUrl ?? env.GITHUB_API_URL,
@@ -48,20 +56,68 @@ async function prepare(opts: EngineRunOptions) {
   return { config, now, observed, env, analysis, repo };
 }
 
-/** `lastgood run --config C --snapshot S [--target T] --now N --json`: the JSON document it prints. */
-export async function runEngine(opts: EngineRunOptions): Promise<{ targets: Array<Record<string, unknown>> }> {
+/** `lastgood run`: the engine's report. */
+export async function runReport(opts: EngineRunOptions): Promise<Report> {
   const { config, now, observed, env, analysis, repo } = await prepare(opts);
-  const report = await run({ config, observed, now, target: opts.target, repo, mode: opts.mode, dryRun: false, log: pino({ level: 'silent' }), analysis, env });
-  return JSON.parse(reportJson(report));
+  return run({ config, observed, now, target: opts.target, repo: await repo(), mode: opts.mode, dryRun: Boolean(opts.dryRun), log: pino({ level: 'silent' }), analysis, env });
 }
 
-/** `lastgood check --record`: each selected target's record outcome (its `reason` as the door appends it). */
-export async function recordEngine(opts: EngineRunOptions): Promise<Array<{ name: string; reason: string }>> {
+/** `lastgood check [--record]`: the engine's report (a record's outcome appended to the target's reason, as the door does). */
+export async function checkReportOf(opts: EngineRunOptions & { record?: boolean }): Promise<Report> {
   const { config, now, observed, analysis, repo } = await prepare(opts);
   const { targets } = checkReport({ config, observed, now, target: opts.target, analysis });
-  for (const r of await recordHealthy({ config, observed, now, target: opts.target, repo, failures: true, analysis })) {
-    const t = targets.find((x) => x.name === r.target)!;
-    t.reason = `${t.reason}; ${r.reason}`;
+  if (opts.record) {
+    for (const r of await recordHealthy({ config, observed, now, target: opts.target, repo: await repo(), failures: true, analysis })) {
+      const t = targets.find((x) => x.name === r.target)!;
+      t.reason = `${t.reason}; ${r.reason}`;
+      if (r.recorded && r.commit && r.state === 'healthy') {
+        t.lastKnownGood = r.commit;
+        t.verified = true;
+      }
+    }
   }
-  return targets.map((t) => ({ name: t.name, reason: t.reason }));
+  return { targets };
+}
+
+/** `lastgood run … --json`: the JSON document it prints. */
+export async function runEngine(opts: EngineRunOptions): Promise<{ targets: Array<Record<string, unknown>> }> {
+  return JSON.parse(reportJson(await runReport(opts)));
+}
+
+/** `lastgood check --record`: each selected target's name and reason. */
+export async function recordEngine(opts: EngineRunOptions): Promise<Array<{ name: string; reason: string }>> {
+  return (await checkReportOf({ ...opts, record: true })).targets.map((t) => ({ name: t.name, reason: t.reason }));
+}
+
+/**
+ * `lastgood run|check` with the door's arguments (--config, --snapshot…, --target, --now,
+ * --mode, --dry-run, --record, --json), answered in-process: what the CLI would print on stdout,
+ * its stderr lines for target errors and thrown errors, and its exit code. Any other argument is
+ * refused: that is the CLI's to test.
+ */
+export async function lastgoodEngine(args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> {
+  const [command, ...rest] = args;
+  if (command !== 'run' && command !== 'check') throw new Error(`lastgoodEngine: ${command} is the CLI's to test`);
+  const { values } = parseArgs({
+    args: rest, strict: true, allowPositionals: false,
+    options: { config: { type: 'string' }, snapshot: { type: 'string', multiple: true }, target: { type: 'string' }, now: { type: 'string' }, mode: { type: 'string' }, 'dry-run': { type: 'boolean' }, record: { type: 'boolean' }, json: { type: 'boolean' } },
+  });
+  if (!values.config || !values.snapshot?.length || !values.now) throw new Error('lastgoodEngine: --config, --snapshot and --now are required');
+  if (command === 'run' && values.record) throw new Error('lastgoodEngine: run takes no --record');
+  const engineOpts: EngineRunOptions = {
+    config: values.config, snapshots: values.snapshot, now: values.now,
+    ...(values.target ? { target: values.target } : {}),
+    ...(values.mode ? { mode: values.mode as 'commit' | 'pull-request' } : {}),
+    ...(values['dry-run'] ? { dryRun: true } : {}),
+    ...(opts.env ? { env: opts.env } : {}),
+  };
+  try {
+    const report = command === 'run' ? await runReport(engineOpts) : await checkReportOf({ ...engineOpts, record: Boolean(values.record) });
+    const stdout = values.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(values['dry-run']) });
+    const stderr = report.targets.filter((t) => t.error).map((t) => `lastgood: ${t.name}: ${t.error!.message}\n`).join('');
+    return { code: exitCodeFor(report), stdout, stderr };
+  } catch (error) {
+    if (error instanceof LastgoodError) return { code: error.exitCode, stdout: '', stderr: `lastgood: ${error.message}\n` };
+    throw error;
+  }
 }
