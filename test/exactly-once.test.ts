@@ -1,6 +1,6 @@
 import test from 'ava';
 import path from 'node:path';
-import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator, type Fault } from './support/github-emulator.ts';
 import { webhookReceiver } from './support/webhook.ts';
@@ -16,7 +16,8 @@ import { RENDER } from './support/render-off.ts';
  * (its parent and trailers, its pull request's branch and marker), reported as this run's, and
  * every side effect happens exactly once across the retry and later reruns: labels, reviewers,
  * assignees, the notification, a superseded pull request's comment, the deployment record.
- * Through the CLI, as a user runs it, against the GitHub emulator and git's own http-backend.
+ * Through the engine as the CLI calls it (support/engine-run.ts), against the GitHub emulator and
+ * git's own http-backend.
  */
 
 const TOKEN = 'ghs_exactlyOnceToken0123456789abcdef';
@@ -53,7 +54,7 @@ targets:
 `);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.bad}`, applied: `main@sha1:${repo.good}`, ready: 'False' })));
   const run = async () => {
-    const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { GITHUB_TOKEN: TOKEN, LASTGOOD_WEBHOOK_URL: hook.url } });
+    const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { GITHUB_TOKEN: TOKEN, LASTGOOD_WEBHOOK_URL: hook.url } });
     return { ...r, outcome: r.stdout ? JSON.parse(r.stdout).targets[0] : undefined };
   };
   return { ...repo, emulator, hook, config, run };
@@ -141,7 +142,7 @@ test('GitHub: the superseded pull request\'s comment, whose answer was lost, is 
   const dir = path.dirname(s.config);
   const healthy = writeFile(dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.later}`, applied: `main@sha1:${s.later}`, ready: 'True' })));
   s.emulator.inject({ status: 502, afterApply: true, match: (method, p) => method === 'POST' && /\/issues\/\d+\/comments$/.test(p) });
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', healthy, '--json'], { env: { GITHUB_TOKEN: TOKEN } });
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', healthy, '--json'], { env: { GITHUB_TOKEN: TOKEN } });
   t.is(r.code, 0, r.stderr + r.stdout);
   const pull = s.emulator.pulls[0]!;
   t.is(pull.state, 'closed');
@@ -158,7 +159,7 @@ test('GitHub: a deployment record whose answers were lost is one deployment with
   const healthy = writeFile(dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.later}`, applied: `main@sha1:${repo.later}`, ready: 'True', since: '2026-11-01T11:00:00Z' })));
   emulator.inject({ status: 502, afterApply: true, match: (method, p) => method === 'POST' && /\/deployments$/.test(p) });
   emulator.inject({ status: 502, afterApply: true, match: (method, p) => method === 'POST' && /\/deployments\/\d+\/statuses$/.test(p) });
-  const r = await lastgood(['check', ...NOW, '--config', config, '--snapshot', healthy, '--record', '--json'], { env: { GITHUB_TOKEN: TOKEN } });
+  const r = await lastgoodEngine(['check', ...NOW, '--config', config, '--snapshot', healthy, '--record', '--json'], { env: { GITHUB_TOKEN: TOKEN } });
   t.is(r.code, 0, r.stderr + r.stdout);
   t.regex(JSON.parse(r.stdout).targets[0].reason, /recorded [0-9a-f]{12} as verified last-known-good/);
   t.is(emulator.deployments.length, 1);
@@ -175,7 +176,7 @@ test('git over HTTPS: a push whose connection dropped after git stored it is thi
   const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${server.url}/${path.basename(repo.bare)}\n  insecure: true\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.bad}`, applied: `main@sha1:${repo.good}`, ready: 'False' })));
   const run = async () => {
-    const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
+    const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
     return { ...r, outcome: JSON.parse(r.stdout).targets[0] };
   };
   // the branch push, then the notes push of the claim: both land, neither answer arrives
@@ -200,7 +201,7 @@ test('a revert found made by a person is not announced as lastgood\'s', async (t
   const dir = tempDir();
   const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${good}`, ready: 'False' })));
-  const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
   t.is(r.code, 0, r.stderr + r.stdout);
   t.is(JSON.parse(r.stdout).targets[0].created, false);
   t.deepEqual(hook.received, []);

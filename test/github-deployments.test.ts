@@ -1,6 +1,7 @@
 import test from 'ava';
 import path from 'node:path';
 import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator, type EmulatorOptions } from './support/github-emulator.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
@@ -8,8 +9,10 @@ import { kustomization, yamlDocs } from './support/objects.ts';
 /**
  * Issue 14: on GitHub the verified last-known-good record is a Deployment (environment named after
  * the target) with status success; one per revision and environment however many runs; `lkg`
- * lists them; a later failure reverts to the newest one and says "verified". Through the CLI, as
- * a user runs it, against the GitHub emulator (real @octokit/rest and @octokit/graphql).
+ * lists them; a later failure reverts to the newest one and says "verified". Runs and checks go
+ * through the engine as the CLI calls it (support/engine-run.ts); `lkg`, `validate` and a run whose
+ * warning is the door's through the CLI, as a user runs them; against the GitHub emulator (real
+ * @octokit/rest and @octokit/graphql).
  */
 
 const TOKEN = 'ghs_deploymentsTestToken0123456789ab';
@@ -48,7 +51,7 @@ targets:
 test('healthy runs record one deployment per revision and target; a newer one supersedes it; lkg lists them', async (t) => {
   const s = await setup(t);
   for (let i = 0; i < 3; i++) {
-    const r = await lastgood(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v1, 'True'), '--record', '--json'], { env });
+    const r = await lastgoodEngine(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v1, 'True'), '--record', '--json'], { env });
     t.is(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout).targets[0];
     t.true(out.verified);
@@ -62,7 +65,7 @@ test('healthy runs record one deployment per revision and target; a newer one su
   t.is(first.task, 'lastgood');
   t.deepEqual(first.statuses.map((st) => st.state), ['success'], 'one status: the same observation twice is recorded once');
 
-  const newer = await lastgood(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v2, 'True'), '--record'], { env });
+  const newer = await lastgoodEngine(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v2, 'True'), '--record'], { env });
   t.is(newer.code, 0, newer.stderr);
   t.is(s.emulator.deployments.length, 2);
   t.deepEqual(first.statuses.map((st) => st.state), ['success', 'inactive'], 'superseded');
@@ -77,10 +80,10 @@ test('healthy runs record one deployment per revision and target; a newer one su
 
 test('a later failure reverts to the newest deployment\'s commit, and the pull request says "verified"', async (t) => {
   const s = await setup(t);
-  const healthy = await lastgood(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v2, 'True'), '--record'], { env });
+  const healthy = await lastgoodEngine(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v2, 'True'), '--record'], { env });
   t.is(healthy.code, 0, healthy.stderr);
   // the engine reports no applied revision: the verified deployment bounds the bad range
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.bad, 'False'), '--json'], { env });
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.bad, 'False'), '--json'], { env });
   t.is(r.code, 0, r.stderr + r.stdout);
   const out = JSON.parse(r.stdout).targets[0];
   t.is(out.action, 'revert', out.reason);
@@ -95,7 +98,7 @@ test('a later failure reverts to the newest deployment\'s commit, and the pull r
 
 test('the environment name follows repo.github.environment', async (t) => {
   const s = await setup(t, {}, 'prod/{target}');
-  const r = await lastgood(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v1, 'True'), '--record'], { env });
+  const r = await lastgoodEngine(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v1, 'True'), '--record'], { env });
   t.is(r.code, 0, r.stderr);
   t.deepEqual(s.emulator.deployments.map((d) => d.environment), ['prod/podinfo-prod']);
   const bad = writeFile(path.dirname(s.config), 'bad.yaml', (await import('node:fs')).readFileSync(s.config, 'utf8').replace('prod/{target}', 'production'));
@@ -106,7 +109,7 @@ test('the environment name follows repo.github.environment', async (t) => {
 
 test('without deployments: write, lastgood says so once and goes on unverified', async (t) => {
   const s = await setup(t, { permissions: { deployments: 'read' } });
-  const r = await lastgood(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v2, 'True'), '--record', '--json'], { env });
+  const r = await lastgoodEngine(['check', ...NOW, '--config', s.config, '--snapshot', s.snapshot(s.v2, 'True'), '--record', '--json'], { env });
   t.is(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout).targets[0];
   t.falsy(out.verified);
