@@ -1,5 +1,5 @@
 import test from 'ava';
-import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { deployment, kustomization, yamlDocs } from './support/objects.ts';
 
@@ -7,7 +7,7 @@ import { deployment, kustomization, yamlDocs } from './support/objects.ts';
  * Evidence counts for a revision only when it was observed at that revision (issue 35): a
  * controller judged a Deployment's ProgressDeadlineExceeded, left over from the bad release and
  * 24 seconds older than the sync of lastgood's revert, as the revert's own failure ("the revert
- * itself failed"). Through the CLI on a real repository: the leftover failure holds the target
+ * itself failed"). Through the engine as the CLI calls it (support/engine-run.ts) on a real repository: the leftover failure holds the target
  * (waiting for an observation at the revert); a failure that began after the revert was applied is
  * the revert's, and alerts as before.
  */
@@ -34,7 +34,7 @@ test('a Deployment failure older than the sync of lastgood\'s revert is left ove
     deployment({ image: 'podinfo:1.1', state: 'deadline', since: '2026-11-01T12:05:00Z' }),
   ));
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(r.code, 0, r.stdout + r.stderr);
   const [target] = JSON.parse(r.stdout).targets;
   t.is(target.action, 'wait', target.reason);
@@ -50,7 +50,7 @@ test('a Deployment failure that began after lastgood\'s revert was applied is th
     deployment({ image: 'podinfo:1.0', state: 'deadline', since: '2026-11-01T12:08:00Z' }),
   ));
   const before = fingerprint(s.repo);
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(r.code, 1, r.stdout + r.stderr);
   const [target] = JSON.parse(r.stdout).targets;
   t.is(target.action, 'alert');

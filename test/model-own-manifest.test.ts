@@ -1,6 +1,6 @@
 import test from 'ava';
 import jsYaml from 'js-yaml';
-import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
 import { repoHelmRelease } from './support/helm-manifests.ts';
@@ -16,7 +16,7 @@ import { testRenderer } from './support/renderer.ts';
  * the build does not read it") and the second "not set by anything the engine reads". Siblings
  * that must stay untouched: another Kustomization's manifest in the same paths, an override
  * written only to the cluster object (an image updater). Every backend, `git revert` as the
- * content oracle; the CLI run with the render check on (kubectl kustomize).
+ * content oracle; a whole run (the engine as `lastgood run` calls it) with the render check on (kubectl kustomize).
  */
 
 const IMAGE = 'ghcr.io/stefanprodan/podinfo';
@@ -195,9 +195,9 @@ test('a HelmRelease applied by a parent from the target\'s paths: a values chang
   t.is(o.after!.get('apps/podinfo/release.yaml')!.toString(), release('6.5.4'));
 });
 
-// ---- through the CLI, rendered ---------------------------------------------------------------------
+// ---- a whole run, rendered --------------------------------------------------------------------------
 
-test('the CLI, render on: a Flux Kustomization kept in git is rendered with its spec at each revision; the images bump is reverted and the render shows the tag going back', async (t) => {
+test('a whole run, render on: a Flux Kustomization kept in git is rendered with its spec at each revision; the images bump is reverted and the render shows the tag going back', async (t) => {
   if (!(await testRenderer(t))) return;
   const repo = makeRepo();
   commit(repo, {
@@ -213,7 +213,7 @@ test('the CLI, render on: a Flux Kustomization kept in git is rendered with its 
   const k = fluxObject(ks({ tag: '6.5.4' }), { attempted: bump, applied, ready: 'False' });
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(k, deployment({ image: `${IMAGE}:6.5.4`, state: 'deadline' }), gitRepository));
   const before = fingerprint(repo);
-  const r = await lastgood(['run', '--now', '2026-11-01T12:05:00Z', '--config', config, '--snapshot', snapshot, '--json']);
+  const r = await lastgoodEngine(['run', '--now', '2026-11-01T12:05:00Z', '--config', config, '--snapshot', snapshot, '--json']);
   t.is(r.code, 0, r.stdout + r.stderr);
   const out = JSON.parse(r.stdout).targets[0];
   t.deepEqual(out.bad, [bump]);

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { everyBackend, evidenceOf, History, type EngineSetup } from './support/history.ts';
 import { deployment, kustomization, yamlDocs } from './support/objects.ts';
@@ -11,7 +11,7 @@ import { testRenderer } from './support/renderer.ts';
  * revision are what kustomize-controller substitutes (src/model/substitute.ts): the literal is an
  * input of the target, images are set through it, and the render folds them in. Before, such a
  * change was read by nothing ("cannot verify"). A source made nowhere in the repository stays
- * unverified and says so. Every backend with `git revert` as the oracle; the CLI with the render on.
+ * unverified and says so. Every backend with `git revert` as the oracle; a whole run (the engine as `lastgood run` calls it) with the render on.
  */
 
 const IMAGE = 'ghcr.io/stefanprodan/podinfo';
@@ -128,7 +128,7 @@ test('the sibling: substituteFrom a ConfigMap made nowhere in the repository sta
   t.regex(o.refused!, /apps\/podinfo\/NOTES\.md changed in the target's paths, but the build does not read it/);
 });
 
-test('the CLI, render on: the variables made in the repository are rendered at each revision (not placeholders), and the rendered diff shows the tag going back', async (t) => {
+test('a whole run, render on: the variables made in the repository are rendered at each revision (not placeholders), and the rendered diff shows the tag going back', async (t) => {
   if (!(await testRenderer(t))) return;
   const repo = makeRepo();
   commit(repo, {
@@ -142,7 +142,7 @@ test('the CLI, render on: the variables made in the repository are rendered at e
   const dir = tempDir('lastgood-subst-');
   const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${repo}\ndefaults:\n  mode: commit\n  confirmations: 1\ntargets:\n  - name: podinfo-prod\n    paths: [apps/podinfo/]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: podinfo }\n      - { apiVersion: apps/v1, kind: Deployment, namespace: prod, name: podinfo }\n`);
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(podinfoKs({ attempted: bump, applied, ready: 'False' }), parentKs(bump), deployment({ image: `${IMAGE}:6.5.4`, state: 'deadline' }), gitRepository));
-  const r = await lastgood(['run', '--now', '2026-11-01T12:05:00Z', '--config', config, '--snapshot', snapshot, '--json']);
+  const r = await lastgoodEngine(['run', '--now', '2026-11-01T12:05:00Z', '--config', config, '--snapshot', snapshot, '--json']);
   t.is(r.code, 0, r.stdout + r.stderr);
   const out = JSON.parse(r.stdout).targets[0];
   t.deepEqual(out.bad, [bump]);

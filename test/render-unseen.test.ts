@@ -1,6 +1,6 @@
 import test from 'ava';
 import jsYaml from 'js-yaml';
-import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { gitHelmRelease, repoHelmRelease } from './support/helm-manifests.ts';
 import { helmRelease, kustomization, yamlDocs } from './support/objects.ts';
@@ -13,7 +13,7 @@ import { testRenderer } from './support/renderer.ts';
  * such inputs, an unchanged render says nothing about them: the check says "not rendered" and why,
  * and the model's verdict stands (before: refused, "the target is the same before and after the
  * revert"). A revert whose rendered inputs change nothing is still refused as the same (the sibling).
- * Through the CLI with the render on (kubectl kustomize), the revert's bytes checked against git's.
+ * Through the engine as `lastgood run` calls it (support/engine-run.ts) with the render on (kubectl kustomize), the revert's bytes checked against git's.
  */
 
 const NOW = ['--now', '2026-11-01T12:05:00Z'];
@@ -63,7 +63,7 @@ test('a git chart under reconcileStrategy Revision: a template change is reverte
   const hr = helmRelease({ spec: specOf(gitHelmRelease('Revision')), attempted: `6.5.4+${probe.slice(0, 12)}`, history: [{ chartVersion: `6.5.4+${applied.slice(0, 12)}`, lastDeployed: '2026-11-01T09:00:00Z' }] });
   const dir = tempDir('lastgood-unseen-');
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(fluxApps('./apps/prod', probe), hr, gitRepository));
-  const r = await lastgood(['run', ...NOW, '--config', config(dir, repo, ['apps/prod/podinfo/', 'charts/podinfo/']), '--snapshot', snapshot, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config(dir, repo, ['apps/prod/podinfo/', 'charts/podinfo/']), '--snapshot', snapshot, '--json']);
   t.is(r.code, 0, r.stdout + r.stderr);
   const out = JSON.parse(r.stdout).targets[0];
   t.deepEqual(out.bad, [probe]);
@@ -87,7 +87,7 @@ test('a HelmRelease a parent applies from the target\'s paths: its chart bump is
   const dir = tempDir('lastgood-unseen-');
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(fluxApps('./apps/podinfo/config', bump), hr, gitRepository));
   const before = fingerprint(repo);
-  const r = await lastgood(['run', ...NOW, '--config', config(dir, repo, ['apps/podinfo/']), '--snapshot', snapshot, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config(dir, repo, ['apps/podinfo/']), '--snapshot', snapshot, '--json']);
   t.is(r.code, 0, r.stdout + r.stderr);
   const out = JSON.parse(r.stdout).targets[0];
   t.deepEqual(out.bad, [bump]);
@@ -117,7 +117,7 @@ test('the sibling: a change to a file the render does build, that renders the sa
   const dir = tempDir('lastgood-unseen-');
   const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(k, hr, gitRepository));
   const before = fingerprint(repo);
-  const r = await lastgood(['run', ...NOW, '--config', config(dir, repo, ['apps/prod/podinfo/', 'charts/podinfo/']), '--snapshot', snapshot, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config(dir, repo, ['apps/prod/podinfo/', 'charts/podinfo/']), '--snapshot', snapshot, '--json']);
   t.is(r.code, 1, r.stdout + r.stderr);
   const out = JSON.parse(r.stdout).targets[0];
   t.regex(out.reason, /rendered as the engine builds it, the target is the same before and after the revert: it would change nothing the cluster runs/);
