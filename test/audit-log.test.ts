@@ -12,7 +12,7 @@ import { closeModelRequest, mergeModelRequest } from './support/forge-emulator.t
 import { HOSTS } from './support/hosts-under-test.ts';
 import { BIN, lastgood, ROOT } from './support/cli.ts';
 import { docsPage } from './support/docs.ts';
-import { recordEngine, runEngine } from './support/engine-run.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { addAndCommit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { startGitHttpServer } from './support/git-http-server.ts';
@@ -68,7 +68,9 @@ function snapshot(dir: string, target: Target, o: { attempted: string; applied: 
 
 async function runRevert(config: string, dir: string, target: Target, when: string, attempted: string, applied: string, env: Record<string, string> = {}): Promise<string> {
   const snap = snapshot(dir, target, { attempted, applied, ready: 'False', since: when });
-  const out = (await runEngine({ config, snapshots: [snap], target, now: when, env })).targets[0]!;
+  const r = await lastgoodEngine(['run', '--now', when, '--config', config, '--target', target, '--snapshot', snap, '--json'], { env });
+  if (r.code !== 0) throw new Error(`run ${target} at ${when}: exit ${r.code}\n${r.stderr}\n${r.stdout}`);
+  const out = JSON.parse(r.stdout).targets[0];
   if (out.action !== 'revert' || !out.commit) throw new Error(`run ${target} at ${when}: ${out.action}: ${out.reason}`);
   return out.commit as string;
 }
@@ -77,8 +79,8 @@ async function record(config: string, dir: string, target: Target, when: string,
   // healthy for ten minutes: longer than the soak (5m by default) a verified record waits for
   const since = new Date(Date.parse(when) - 10 * 60_000).toISOString().replace('.000Z', 'Z');
   const snap = snapshot(dir, target, { attempted: healthy, applied: healthy, ready: 'True', since });
-  const [out] = await recordEngine({ config, snapshots: [snap], target, now: when, env });
-  if (!/\brecorded [0-9a-f]{12} as verified/.test(out!.reason)) throw new Error(`record: ${out!.reason}`);
+  const r = await lastgoodEngine(['check', '--record', '--now', when, '--config', config, '--target', target, '--snapshot', snap, '--json'], { env });
+  if (r.code !== 0 || !/\brecorded [0-9a-f]{12} as verified/.test(JSON.parse(r.stdout).targets[0].reason)) throw new Error(`record: ${r.stderr}${r.stdout}`);
 }
 
 interface History {

@@ -27,7 +27,6 @@ export interface RecoveryTimes {
 export type RecoveryPhase = 'detect' | 'revert' | 'review' | 'sync' | 'rollout';
 export const RECOVERY_PHASES: readonly RecoveryPhase[] = ['detect', 'revert', 'review', 'sync', 'rollout'];
 
-
 /** The times in order: each no earlier than the one before (clocks differ; a phase is never negative). */
 export function ordered(t: RecoveryTimes): RecoveryTimes {
   const confirmed = Math.max(t.began, t.confirmed);
@@ -59,7 +58,6 @@ export function phaseSeconds(times: RecoveryTimes): Array<{ phase: RecoveryPhase
 export function recoveryMs(times: RecoveryTimes): number {
   return ordered(times).healthy - times.began;
 }
-
 
 /** "recovered at 2026-11-28T12:07:00Z, 6m12s after the failure began (detect 30s, …)" */
 export function recoverySentence(times: RecoveryTimes): string {

@@ -79,16 +79,6 @@ export async function checkReportOf(opts: EngineRunOptions & { record?: boolean 
   return { targets };
 }
 
-/** `lastgood run … --json`: the JSON document it prints. */
-export async function runEngine(opts: EngineRunOptions): Promise<{ targets: Array<Record<string, unknown>> }> {
-  return JSON.parse(reportJson(await runReport(opts)));
-}
-
-/** `lastgood check --record`: each selected target's name and reason. */
-export async function recordEngine(opts: EngineRunOptions): Promise<Array<{ name: string; reason: string }>> {
-  return (await checkReportOf({ ...opts, record: true })).targets.map((t) => ({ name: t.name, reason: t.reason }));
-}
-
 /**
  * `lastgood run|check` with the door's arguments (--config, --snapshot…, --target, --now,
  * --mode, --dry-run, --record, --json), answered in-process: what the CLI would print on stdout,
