@@ -1,4 +1,5 @@
 import test from 'ava';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, git, makeRepo, tempDir, writeFile } from './support/git.ts';
@@ -185,6 +186,42 @@ test('git over HTTPS: a push whose connection dropped after git stored it is thi
   t.is(r.code, 0, r.stderr + r.stdout);
   t.like(r.outcome, { action: 'revert', created: true });
   t.is(commitsOnMain(repo.bare, repo.later).length, 1);
+  t.deepEqual(hook.received.map((n) => n.event), ['reverted']);
+  t.regex(git(repo.bare, 'notes', '--ref=lastgood', 'show', repo.bad), /^lastgood done target=podinfo-prod effect=notified revert=[0-9a-f]{40} at=/);
+  const again = await run();
+  t.like(again.outcome, { action: 'revert', created: false });
+  t.is(hook.received.length, 1, 'not announced again');
+});
+
+test('git over HTTPS: the notes ref locked by another writer at the claim\'s push (git: cannot lock ref) is a lost race, tried again: announced once, claimed in the notes, a rerun stays quiet', async (t) => {
+  const repo = gitops();
+  const server = await startGitHttpServer({ root: path.dirname(repo.bare) });
+  t.teardown(() => server.close());
+  const hook = await webhookReceiver(t);
+  const dir = tempDir();
+  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${server.url}/${path.basename(repo.bare)}\n  insecure: true\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
+  const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.bad}`, applied: `main@sha1:${repo.good}`, ready: 'False' })));
+  const run = async () => {
+    const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
+    return { ...r, outcome: JSON.parse(r.stdout).targets[0] };
+  };
+  // another writer holds git's lock on the notes ref while the claim is pushed (another replica in
+  // the middle of its own update, which then fails: the ref is left as it was); the lock is gone by
+  // the next request. The branch push before it goes through untouched.
+  const lock = path.join(repo.bare, 'refs', 'notes', 'lastgood.lock');
+  server.inject({ service: 'git-receive-pack', method: 'POST' });
+  server.inject({
+    service: 'git-receive-pack', method: 'POST',
+    before: async () => {
+      mkdirSync(path.dirname(lock), { recursive: true });
+      writeFileSync(lock, '');
+      server.inject({ before: async () => rmSync(lock) });
+    },
+  });
+  const r = await run();
+  t.is(r.code, 0, r.stderr + r.stdout);
+  t.like(r.outcome, { action: 'revert', created: true });
+  t.true(server.log.some((x) => x.fault && x.service === 'git-receive-pack' && x.method === 'POST' && x.pushCommands?.some((c) => c.endsWith('refs/notes/lastgood'))), 'the locked push was the claim\'s');
   t.deepEqual(hook.received.map((n) => n.event), ['reverted']);
   t.regex(git(repo.bare, 'notes', '--ref=lastgood', 'show', repo.bad), /^lastgood done target=podinfo-prod effect=notified revert=[0-9a-f]{40} at=/);
   const again = await run();

@@ -80,6 +80,11 @@ async function failEverywhere(members: Member[]): Promise<TargetOutcome[]> {
   return outcomes;
 }
 
+/** Every controller's log lines at warn or above, named by cluster: what a failed count is explained by. */
+function warnings(members: Member[]): string {
+  return JSON.stringify(members.flatMap((m) => m.lines.filter((l) => Number(l.level) >= 40).map((l) => ({ cluster: m.name, msg: l.msg, err: l.err, effect: l.effect, created: l.created }))));
+}
+
 /** Per cluster: the Events, and the controller's log lines at warn or above that are raw request lines (a lost claim's 422). */
 function assertQuietFleet(t: ExecutionContext, members: Member[], stderr: string[], reason: string): void {
   for (const m of members) {
@@ -152,7 +157,7 @@ test.serial(`commit mode, ${N} controllers over git smart HTTP, one failure, a f
   }
 
   // one notification for the fleet, claimed once in the notes of the bad commit
-  t.is(hook.requests(), 1, `one notification: ${JSON.stringify(hook.received.map((r) => ({ event: r.event, commit: r.commit })))}`);
+  t.is(hook.requests(), 1, `one notification: ${JSON.stringify(hook.received.map((r) => ({ event: r.event, commit: r.commit })))}; the controllers' warnings: ${warnings(members)}`);
   t.like(hook.received[0], { method: 'POST', event: 'reverted', target: 'podinfo-prod', commit: reverts[0]?.sha });
   const note = git(repo.bare, 'notes', '--ref=lastgood', 'show', repo.c3);
   t.is(note.split('\n').filter((l) => /^lastgood done target=podinfo-prod effect=notified /.test(l)).length, 1, `one claim of the notification: ${note}`);
@@ -226,7 +231,7 @@ test.serial(`pull-request mode, ${N} controllers over the GitHub API, one failur
   t.is(blobs.length, 0, `no blob written: ${blobs.length}`);
 
   // one notification for the fleet
-  t.is(hook.requests(), 1, `one notification: ${JSON.stringify(hook.received.map((r) => ({ event: r.event, pullRequest: r.pullRequest })))}`);
+  t.is(hook.requests(), 1, `one notification: ${JSON.stringify(hook.received.map((r) => ({ event: r.event, pullRequest: r.pullRequest })))}; the controllers' warnings: ${warnings(members)}`);
   t.like(hook.received[0], { method: 'POST', event: 'reverted', target: 'podinfo-prod' });
   t.true(String(hook.received[0]?.pullRequest).endsWith(`/acme/gitops/pull/${pull.number}`), `the notification names the pull request: ${String(hook.received[0]?.pullRequest)}`);
 

@@ -674,6 +674,14 @@ export class RemoteRepo implements RepoBackend {
       const after = (await discoverReceivePack(this.http)).refs.get(ref) ?? ZERO_OID;
       if (after === value) return this.landed(ref, value, false);
       if (after !== old) return { ok: false, now: after };
+      // another writer held git's lock on the ref (its own update, which left the ref as it was):
+      // a lost race like any other, not a refusal. receive-pack says so with the ref backend's
+      // "cannot lock ref '…': Unable to create '….lock': File exists" (git refs/files-backend.c,
+      // lock_raw_ref), as "error: …" on side band 2 before its status "ng <ref> failed to update ref".
+      if (attempt < attempts && result.messages.some((m) => /cannot lock ref .*\.lock'?: File exists/.test(m))) {
+        await jitter(attempt);
+        continue;
+      }
       throw new RemoteError('git', `${this.description} refused the update of ${ref}: ${status?.reason ?? 'no status reported'}${said || ' (a protected branch or a server hook?)'}`);
     }
   }
