@@ -17,7 +17,15 @@ function answer(value) {
 
 for await (const line of createInterface({ input, crlfDelay: Infinity })) {
   const { file, args, cwd, env, input } = JSON.parse(line);
-  const r = spawnSync(file, args, { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], input: input === undefined ? undefined : Buffer.from(input, 'base64'), maxBuffer: 2 ** 30 });
+  let r;
+  try {
+    r = spawnSync(file, args, { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], input: input === undefined ? undefined : Buffer.from(input, 'base64'), maxBuffer: 2 ** 30 });
+  } catch (error) {
+    // a request spawnSync refuses before it starts anything (a NUL byte in an argument): answered,
+    // not thrown (thrown, this process died and the worker waited for an answer until its timeout)
+    answer({ status: null, signal: null, stdout: '', stderr: '', error: { message: error.message, code: error.code } });
+    continue;
+  }
   answer({
     status: r.status,
     signal: r.signal,
