@@ -148,21 +148,10 @@ clusterOptions(program
     const config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const observed = await observe(o.snapshot, config, o.target, o);
-    const { checkReport, recordHealthy } = await engine();
+    const { checkAndRecord } = await engine();
     const analysis = await analyseFor(config, o.config, observed, now, o.target, o.snapshot, o);
-    const { targets } = checkReport({ config, observed, now, target: o.target, analysis });
-    if (o.record) {
-      const repo = await repoFor(config, o.config, undefined);
-      for (const r of await recordHealthy({ config, observed, now, target: o.target, repo, failures: true, analysis })) {
-        const t = targets.find((x) => x.name === r.target)!;
-        t.reason = `${t.reason}; ${r.reason}`;
-        if (r.recorded && r.commit && r.state === 'healthy') {
-          t.lastKnownGood = r.commit;
-          t.verified = true;
-        }
-      }
-    }
-    await print({ targets }, Boolean(o.json));
+    const report = await checkAndRecord({ config, observed, now, target: o.target, analysis, ...(o.record ? { repo: () => repoFor(config, o.config, undefined) } : {}) });
+    await print(report, Boolean(o.json));
   });
 
 program

@@ -11,5 +11,5 @@ export { selectTargets, assessTarget, analyse, analysisSessions, check, checkRep
 export { commitLinks, remindUnmerged } from './effects.ts';
 export { run, gatherGuards, runTracked } from './run.ts';
 export { revertTarget, personRevert } from './revert.ts';
-export { recordHealthy } from './record.ts';
+export { checkAndRecord, recordHealthy } from './record.ts';
 export { recover, type Recovery, type KnownRevert } from './recovery.ts';

@@ -2,8 +2,8 @@
 import { soaked, type HealthyRun } from '../decide/soak.ts';
 import type { RepoBackend } from '../repo/types.ts';
 import { evidenceLine } from '../revert/message.ts';
-import type { CheckOptions, RecordOutcome } from './types.ts';
-import { check } from './check.ts';
+import type { CheckOptions, RecordOutcome, Report } from './types.ts';
+import { check, checkReport } from './check.ts';
 
 /**
  * `check --record`, the Action's `record` and the controller: what each target was observed as, at
@@ -49,4 +49,23 @@ export async function recordHealthy(opts: CheckOptions & { repo: RepoBackend; fa
     out.push({ target: target.name, commit, recorded, reason, state });
   }
   return out;
+}
+
+/**
+ * `lastgood check [--record]`: each target's verdict and decision, and with `repo` (--record) what
+ * was recorded, said in the target's reason; a verified record makes the report name the commit
+ * as the target's last-known-good. `repo` is opened only when a record is asked for.
+ */
+export async function checkAndRecord(opts: CheckOptions & { repo?: () => Promise<RepoBackend> }): Promise<Report> {
+  const { targets } = checkReport(opts);
+  if (!opts.repo) return { targets };
+  for (const r of await recordHealthy({ ...opts, repo: await opts.repo(), failures: true })) {
+    const t = targets.find((x) => x.name === r.target)!;
+    t.reason = `${t.reason}; ${r.reason}`;
+    if (r.recorded && r.commit && r.state === 'healthy') {
+      t.lastKnownGood = r.commit;
+      t.verified = true;
+    }
+  }
+  return { targets };
 }

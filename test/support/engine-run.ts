@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
 import { openRepo } from '../../src/deliver/registry.ts';
-import { analyse, checkReport, exitCodeFor, recordHealthy, run, type Report } from '../../src/engine/index.ts';
+import { analyse, checkAndRecord, exitCodeFor, run, type Report } from '../../src/engine/index.ts';
 import { LastgoodError } from '../../src/errors.ts';
 import { readSnapshots } from '../../src/observe/snapshot.ts';
 import { parseTime } from '../../src/observe/times.ts';
@@ -62,21 +62,10 @@ export async function runReport(opts: EngineRunOptions): Promise<Report> {
   return run({ config, observed, now, target: opts.target, repo: await repo(), mode: opts.mode, dryRun: Boolean(opts.dryRun), log: pino({ level: 'silent' }), analysis, env });
 }
 
-/** `lastgood check [--record]`: the engine's report (a record's outcome appended to the target's reason, as the door does). */
+/** `lastgood check [--record]`: the engine's report, as the door asks for it (engine/record.ts checkAndRecord). */
 export async function checkReportOf(opts: EngineRunOptions & { record?: boolean }): Promise<Report> {
   const { config, now, observed, analysis, repo } = await prepare(opts);
-  const { targets } = checkReport({ config, observed, now, target: opts.target, analysis });
-  if (opts.record) {
-    for (const r of await recordHealthy({ config, observed, now, target: opts.target, repo: await repo(), failures: true, analysis })) {
-      const t = targets.find((x) => x.name === r.target)!;
-      t.reason = `${t.reason}; ${r.reason}`;
-      if (r.recorded && r.commit && r.state === 'healthy') {
-        t.lastKnownGood = r.commit;
-        t.verified = true;
-      }
-    }
-  }
-  return { targets };
+  return checkAndRecord({ config, observed, now, target: opts.target, analysis, ...(opts.record ? { repo } : {}) });
 }
 
 /**
