@@ -2,13 +2,20 @@ import test from 'ava';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { deployment, kustomization, yamlDocs } from './support/objects.ts';
 
 /** the failures in these snapshots begin at 12:00; five minutes later they are fresh (maxAge) */
 const NOW = ['--now', '2026-11-01T12:05:00Z'];
 
-/** End-to-end through the spawned CLI with real git repositories: the foundation loop (issue 2). */
+/**
+ * End-to-end through the spawned CLI with real git repositories: the foundation loop (issue 2).
+ * What the door does (exit codes, the text, the dry run's diff, bad input) is asked of the spawned
+ * CLI; the engine cases (locating by image, Flux's older revision format, stuck by the clock, a
+ * bare repository, a rerun finding its own revert) run in-process as the CLI calls the engine
+ * (support/engine-run.ts; issue 38).
+ */
 
 const TARGET_PATH = 'apps/podinfo/overlays/prod/';
 
@@ -113,10 +120,10 @@ test('failed target: one restore commit with the right content and trailers, not
 test('failed again: no second commit', async (t) => {
   const s = scenario();
   const snap = failedSnapshot(s);
-  const first = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
+  const first = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(first.code, 0, first.stderr);
   const head = git(s.repo, 'rev-parse', 'main');
-  const second = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
+  const second = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json']);
   t.is(second.code, 0, second.stderr);
   const out = JSON.parse(second.stdout).targets[0];
   t.is(out.action, 'revert');
@@ -139,7 +146,7 @@ test('dry run: prints the plan and a diff, writes nothing', async (t) => {
 
 test('bare repository: the branch moves, nothing else', async (t) => {
   const s = scenario({ bare: true });
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
   t.is(r.code, 0, r.stderr);
   t.is(git(s.repo, 'rev-parse', `main:${TARGET_PATH}`), git(s.repo, 'rev-parse', `${s.c2}:${TARGET_PATH}`));
   t.is(git(s.repo, 'rev-parse', 'main^'), s.c4);
@@ -155,7 +162,7 @@ test('locate by image: the commit that introduced the failing image', async (t) 
 `,
   });
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(deployment({ image: 'ghcr.io/stefanprodan/podinfo:6.1.0', state: 'deadline' })));
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
   t.is(r.code, 0, r.stderr + r.stdout);
   const out = JSON.parse(r.stdout).targets[0];
   t.is(out.verdict, 'failed');
@@ -163,7 +170,7 @@ test('locate by image: the commit that introduced the failing image', async (t) 
   t.is(out.lastKnownGood, s.c2);
   t.regex(git(s.repo, 'show', `main:${TARGET_PATH}kustomization.yaml`), /newTag: 6\.0\.0/);
   // and again: the image is gone from the branch, the run recognises its own revert
-  const again = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
+  const again = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--target', 'podinfo-image', '--json']);
   t.is(again.code, 0, again.stderr + again.stdout);
   t.is(JSON.parse(again.stdout).targets[0].created, false);
 });
@@ -171,10 +178,10 @@ test('locate by image: the commit that introduced the failing image', async (t) 
 test('stuck by --now: progressing past stuckAfter is stuck, and stuck alerts (exit 1) by default', async (t) => {
   const s = scenario();
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${s.c4}`, applied: `main@sha1:${s.c2}`, ready: 'Unknown', since: '2026-11-01T12:00:00Z' })));
-  const early = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', '2026-11-01T12:10:00Z', '--json']);
+  const early = await lastgoodEngine(['check', '--config', s.config, '--snapshot', snap, '--now', '2026-11-01T12:10:00Z', '--json']);
   t.is(early.code, 0, early.stderr);
   t.is(JSON.parse(early.stdout).targets[0].verdict, 'progressing');
-  const late = await lastgood(['check', '--config', s.config, '--snapshot', snap, '--now', '2026-11-01T12:16:00Z', '--json']);
+  const late = await lastgoodEngine(['check', '--config', s.config, '--snapshot', snap, '--now', '2026-11-01T12:16:00Z', '--json']);
   t.is(late.code, 1, late.stderr);
   const out = JSON.parse(late.stdout).targets[0];
   t.is(out.verdict, 'stuck');
@@ -197,7 +204,7 @@ test('a revert that cannot be located exits 1, says why, writes nothing', async 
 test('older Flux revision format main/<sha> is understood', async (t) => {
   const s = scenario();
   const snap = writeFile(s.dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main/${s.c4}`, applied: `main/${s.c2}`, ready: 'False' })));
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json', '--dry-run']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json', '--dry-run']);
   t.is(r.code, 0, r.stderr);
   t.deepEqual(JSON.parse(r.stdout).targets[0].bad, [s.c3]);
 });
