@@ -1,10 +1,14 @@
 import test from 'ava';
 import { lastgood } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { canary, kustomization, yamlDocs } from './support/objects.ts';
 import { blastRadius } from '../src/revert/blast-radius.ts';
 
-/** Issue 11, classes 2, 5 and 7 through the spawned CLI on real repositories. */
+/**
+ * Issue 11, classes 2, 5 and 7 on real repositories: `lastgood revert` through the spawned CLI,
+ * the runs' engine cases in-process as the CLI calls the engine (support/engine-run.ts; issue 38).
+ */
 
 const NOW = ['--now', '2026-11-01T12:05:00Z'];
 const K = '{ apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }';
@@ -34,7 +38,7 @@ test('two targets share one Kustomization; it fails because of one target\'s Can
     canary({ name: 'podinfo', phase: 'Failed' }),
     canary({ name: 'frontend', phase: 'Succeeded' }),
   ));
-  const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snap, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snap, '--json']);
   t.is(r.code, 0, r.stderr + r.stdout);
   const [podinfo, frontend] = JSON.parse(r.stdout).targets;
   t.is(podinfo.verdict, 'failed');
@@ -95,7 +99,7 @@ test('revert-or-restore that falls back: the note is under "Notes:", not "Frozen
   const dir = tempDir();
   const config = configFile(dir, repo, `  - name: podinfo\n    paths: [${P}]\n    resources: [${K}]\n`, 'mode: commit, strategy: revert-or-restore, confirmations: 2');
   const snap = writeFile(dir, 'c.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${bad}`, applied: `main@sha1:${applied}`, ready: 'False' })));
-  const r = await lastgood(['run', ...NOW, '--config', config, '--snapshot', snap, '--json']);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snap, '--json']);
   t.is(r.code, 0, r.stderr + r.stdout);
   const out = JSON.parse(r.stdout).targets[0];
   t.regex(out.reason, /the revert conflicted .*; restored the last-known-good instead/);
