@@ -291,8 +291,8 @@ program
   .description('validate lastgood.yaml')
   .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .action(async (o: { config: string }) => {
-    const config = await loadConfig(o.config);
-    process.stdout.write(`${o.config}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`);
+    const { validSummary } = await import('./config/load.ts');
+    process.stdout.write(validSummary(o.config, await loadConfig(o.config)));
   });
 
 clusterOptions(program

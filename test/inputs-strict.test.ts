@@ -7,6 +7,7 @@ import { readEvent } from '../src/observe/event.ts';
 import { parseTime } from '../src/observe/times.ts';
 import { runAction } from './support/action.ts';
 import { lastgood, ROOT } from './support/cli.ts';
+import { lastgoodEngine } from './support/engine-run.ts';
 import { commit, fingerprint, git, makeRepo, tempDir, writeFile } from './support/git.ts';
 import { startGitHubEmulator } from './support/github-emulator.ts';
 import { kustomization, yamlDocs } from './support/objects.ts';
@@ -16,6 +17,9 @@ import { RENDER } from './support/render-off.ts';
  * Issue 15 classes 5, 6 and 9: paths and names, times, and no internal error for user input.
  * Every bad input gives the documented exit code (2, or 3 for an outside system) with a message
  * naming the file and the field, through the spawned CLI (or the Action), never "internal error".
+ * The config's rules case by case (paths, names, freezeUntil) are asked of the config loader as
+ * `lastgood validate` calls it, in-process (support/engine-run.ts; issue 38); the door's own
+ * answer to a bad config (exit 2, the file and line, no stack) is asked of the spawned CLI.
  */
 
 const NOW = '2026-11-01T12:05:00Z';
@@ -53,7 +57,7 @@ function repoScenario() {
 for (const paths of ['["./."]', '[".//"]', '["./"]', '["apps/.."]', '["  "]', '[".git/hooks/"]', '["./apps/../../etc/"]']) {
   test(`path ${paths} is refused at validation, naming the file, line and field`, async (t) => {
     const dir = tempDir('lastgood-strict-');
-    const r = await lastgood(['validate', '--config', configWith(dir, { paths })]);
+    const r = await lastgoodEngine(['validate', '--config', configWith(dir, { paths })]);
     t.is(r.code, 2, r.stderr);
     t.regex(r.stderr, /lastgood\.yaml:6: targets\[0\]\.paths\[0\]: a path must/);
     noInternalError(t, r);
@@ -67,7 +71,7 @@ test('paths that normalise to a folder are fine ("./apps//x/" is "apps/x/")', as
 
 for (const name of ['a..b', 'x.lock', 'podinfo.lock']) {
   test(`target name "${name}" is refused at validation (it could not name a git branch)`, async (t) => {
-    const r = await lastgood(['validate', '--config', configWith(tempDir('lastgood-strict-'), { name })]);
+    const r = await lastgoodEngine(['validate', '--config', configWith(tempDir('lastgood-strict-'), { name })]);
     t.is(r.code, 2, r.stderr);
     t.regex(r.stderr, /lastgood\.yaml:5: targets\[0\]\.name: a target name must not/);
     noInternalError(t, r);
@@ -77,7 +81,7 @@ for (const name of ['a..b', 'x.lock', 'podinfo.lock']) {
 test('every valid target name makes a valid branch name (git check-ref-format)', async (t) => {
   const repo = makeRepo();
   for (const name of ['a', 'a.b', 'a-b_c.d', 'x.locked', 'lock', '0.1.2']) {
-    const r = await lastgood(['validate', '--config', configWith(tempDir('lastgood-strict-'), { name })]);
+    const r = await lastgoodEngine(['validate', '--config', configWith(tempDir('lastgood-strict-'), { name })]);
     t.is(r.code, 0, `${name}: ${r.stderr}`);
     t.notThrows(() => git(repo, 'check-ref-format', `refs/heads/lastgood/${name}/0123456789ab`), name);
   }
@@ -145,7 +149,7 @@ test('a failure time ahead of --now (beyond 5 minutes of skew) is refused; withi
 
 test('freezeUntil must be a valid time with a zone', async (t) => {
   for (const value of ['tomorrow', '2026-11-01T12:00:00', '2026-02-30T00:00:00Z']) {
-    const r = await lastgood(['validate', '--config', configWith(tempDir('lastgood-strict-'), { target: `    freezeUntil: "${value}"\n` })]);
+    const r = await lastgoodEngine(['validate', '--config', configWith(tempDir('lastgood-strict-'), { target: `    freezeUntil: "${value}"\n` })]);
     t.is(r.code, 2, r.stderr);
     t.regex(r.stderr, /lastgood\.yaml:9: targets\[0\]\.freezeUntil: /, value);
   }

@@ -18,6 +18,11 @@ export async function loadConfig(file: string): Promise<Config> {
 /** How many alias expansions a config may need: a real config has a few anchors, a bomb has millions. */
 const MAX_ALIAS_COUNT = 1000;
 
+/** What `lastgood validate` says of a config that loaded: the file and its targets. */
+export function validSummary(file: string, config: Pick<Config, 'targets'>): string {
+  return `${file}: valid (${config.targets.length} target${config.targets.length === 1 ? '' : 's'}: ${config.targets.map((t) => t.name).join(', ')})\n`;
+}
+
 export function parseConfig(text: string, file: string): Config {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter });

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig, validSummary } from '../../src/config/load.ts';
 import { openRepo } from '../../src/deliver/registry.ts';
 import { analyse, checkAndRecord, exitCodeFor, run, type Report } from '../../src/engine/index.ts';
 import { LastgoodError } from '../../src/errors.ts';
@@ -70,12 +70,13 @@ export async function checkReportOf(opts: EngineRunOptions & { record?: boolean 
 
 /**
  * `lastgood run|check` with the door's arguments (--config, --snapshot…, --target, --now,
- * --mode, --dry-run, --record, --json), answered in-process: what the CLI would print on stdout,
- * its stderr lines for target errors and thrown errors, and its exit code. Any other argument is
- * refused: that is the CLI's to test.
+ * --mode, --dry-run, --record, --json), or `lastgood validate --config`, answered in-process:
+ * what the CLI would print on stdout, its stderr lines for target errors and thrown errors, and
+ * its exit code. Any other argument is refused: that is the CLI's to test.
  */
 export async function lastgoodEngine(args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> {
   const [command, ...rest] = args;
+  if (command === 'validate') return validate(rest);
   if (command !== 'run' && command !== 'check') throw new Error(`lastgoodEngine: ${command} is the CLI's to test`);
   const { values } = parseArgs({
     args: rest, strict: true, allowPositionals: false,
@@ -95,6 +96,18 @@ export async function lastgoodEngine(args: string[], opts: { env?: Record<string
     const stdout = values.json ? reportJson(report) : formatReport(report, { showDiff: Boolean(values['dry-run']) });
     const stderr = report.targets.filter((t) => t.error).map((t) => `lastgood: ${t.name}: ${t.error!.message}\n`).join('');
     return { code: exitCodeFor(report), stdout, stderr };
+  } catch (error) {
+    if (error instanceof LastgoodError) return { code: error.exitCode, stdout: '', stderr: `lastgood: ${error.message}\n` };
+    throw error;
+  }
+}
+
+/** `lastgood validate --config FILE`: the config loaded as the door loads it, and what the door says of it. */
+async function validate(args: string[]): Promise<CliResult> {
+  const { values } = parseArgs({ args, strict: true, allowPositionals: false, options: { config: { type: 'string' } } });
+  if (!values.config) throw new Error('lastgoodEngine: validate needs --config');
+  try {
+    return { code: 0, stdout: validSummary(values.config, await loadConfig(values.config)), stderr: '' };
   } catch (error) {
     if (error instanceof LastgoodError) return { code: error.exitCode, stdout: '', stderr: `lastgood: ${error.message}\n` };
     throw error;
