@@ -168,7 +168,8 @@ test('GitHub: a deployment record whose answers were lost is one deployment with
   t.deepEqual(emulator.violations, []);
 });
 
-test('git over HTTPS: a push whose connection dropped after git stored it is this run\'s revert, announced once; the notes claim too', async (t) => {
+/** The repository behind git's own http-backend, commit mode, a webhook; `run` is one `lastgood run --json`. */
+async function httpSetup(t: { teardown(fn: () => unknown): void }) {
   const repo = gitops();
   const server = await startGitHttpServer({ root: path.dirname(repo.bare) });
   t.teardown(() => server.close());
@@ -180,6 +181,11 @@ test('git over HTTPS: a push whose connection dropped after git stored it is thi
     const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
     return { ...r, outcome: JSON.parse(r.stdout).targets[0] };
   };
+  return { repo, server, hook, run };
+}
+
+test('git over HTTPS: a push whose connection dropped after git stored it is this run\'s revert, announced once; the notes claim too', async (t) => {
+  const { repo, server, hook, run } = await httpSetup(t);
   // the branch push, then the notes push of the claim: both land, neither answer arrives
   server.inject({ service: 'git-receive-pack', method: 'POST', drop: 'after', times: 2 });
   const r = await run();
@@ -194,17 +200,7 @@ test('git over HTTPS: a push whose connection dropped after git stored it is thi
 });
 
 test('git over HTTPS: the notes ref locked by another writer at the claim\'s push (git: cannot lock ref) is a lost race, tried again: announced once, claimed in the notes, a rerun stays quiet', async (t) => {
-  const repo = gitops();
-  const server = await startGitHttpServer({ root: path.dirname(repo.bare) });
-  t.teardown(() => server.close());
-  const hook = await webhookReceiver(t);
-  const dir = tempDir();
-  const config = writeFile(dir, 'lastgood.yaml', `repo:\n  url: ${server.url}/${path.basename(repo.bare)}\n  insecure: true\n${RENDER()}defaults: { mode: commit, confirmations: 1 }\ntargets:\n  - name: podinfo-prod\n    paths: [${P}]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }\n`);
-  const snapshot = writeFile(dir, 'cluster.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.bad}`, applied: `main@sha1:${repo.good}`, ready: 'False' })));
-  const run = async () => {
-    const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', snapshot, '--json'], { env: { LASTGOOD_WEBHOOK_URL: hook.url } });
-    return { ...r, outcome: JSON.parse(r.stdout).targets[0] };
-  };
+  const { repo, server, hook, run } = await httpSetup(t);
   // another writer holds git's lock on the notes ref while the claim is pushed (another replica in
   // the middle of its own update, which then fails: the ref is left as it was); the lock is gone by
   // the next request. The branch push before it goes through untouched.
