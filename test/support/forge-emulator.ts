@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { GitHttpServer } from './git-http-server.ts';
 import { resolveRef, type OpenApiValidator, type OperationMatch } from './openapi-validator.ts';
 import { runRelayed } from './spawner.ts';
+import { keepAliveAsHosts } from './http-keepalive.ts';
 
 /**
  * What the emulators of GitLab, Gitea, Bitbucket and Azure DevOps share (each host's file gives only
@@ -287,6 +288,7 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
       });
     });
   });
+  keepAliveAsHosts(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   model.base = `http://127.0.0.1:${port}`;

@@ -2,6 +2,7 @@ import { spawnRelayed } from './spawner.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { keepAliveAsHosts } from './http-keepalive.ts';
 
 /**
  * A git smart-HTTP server for tests: every request runs git's own `git http-backend` as a CGI
@@ -182,6 +183,7 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
       });
     });
   });
+  keepAliveAsHosts(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

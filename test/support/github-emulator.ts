@@ -6,6 +6,7 @@ import { BareRepo, GitFailure, isoDate, loadTreeNode, parseIsoDate, writeTreeNod
 import { OpenApiValidator, type OperationMatch } from './openapi-validator.ts';
 import { describeDocument, executeGraphQL } from './github-graphql.ts';
 import { EMULATOR_SIGNATURE, graphqlRoot, type EmulatedDeployment, type EmulatedDeploymentStatus, type EmulatorCore } from './github-graphql-repo.ts';
+import { keepAliveAsHosts } from './http-keepalive.ts';
 
 /**
  * An emulator of the GitHub REST endpoints a revert pull request needs, backed by a real bare git
@@ -752,6 +753,7 @@ export async function startGitHubEmulator(opts: EmulatorOptions): Promise<Emulat
       });
     });
   });
+  keepAliveAsHosts(server);
 
   async function handle(req: http.IncomingMessage, rawBody: string, res: http.ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
