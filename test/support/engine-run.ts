@@ -97,8 +97,7 @@ export async function lastgoodEngine(args: string[], opts: { env?: Record<string
     const stderr = report.targets.filter((t) => t.error).map((t) => `lastgood: ${t.name}: ${t.error!.message}\n`).join('');
     return { code: exitCodeFor(report), stdout, stderr };
   } catch (error) {
-    if (error instanceof LastgoodError) return { code: error.exitCode, stdout: '', stderr: `lastgood: ${error.message}\n` };
-    throw error;
+    return asDoorError(error);
   }
 }
 
@@ -109,7 +108,12 @@ async function validate(args: string[]): Promise<CliResult> {
   try {
     return { code: 0, stdout: validSummary(values.config, await loadConfig(values.config)), stderr: '' };
   } catch (error) {
-    if (error instanceof LastgoodError) return { code: error.exitCode, stdout: '', stderr: `lastgood: ${error.message}\n` };
-    throw error;
+    return asDoorError(error);
   }
+}
+
+/** An error as the door prints it (`lastgood: …`, its exit code); anything else is a defect and is thrown. */
+function asDoorError(error: unknown): CliResult {
+  if (error instanceof LastgoodError) return { code: error.exitCode, stdout: '', stderr: `lastgood: ${error.message}\n` };
+  throw error;
 }

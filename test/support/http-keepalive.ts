@@ -9,7 +9,6 @@ import type { Server } from 'node:http';
  * written. Seen once in CI (audit-log on gitea: ECONNRESET on a POST, which a client must not send
  * again). The client still closes its idle connections after its own few seconds.
  */
-export function keepAliveAsHosts(server: Server): Server {
+export function keepAliveAsHosts(server: Server): void {
   server.keepAliveTimeout = 75_000;
-  return server;
 }
