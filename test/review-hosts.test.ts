@@ -116,6 +116,23 @@ for (const host of HOSTS) {
     t.deepEqual(s.emulator.violations, []);
   });
 
+  // the host client never sends a POST twice (host-http.ts): a decoration POST whose answer did not come is settled by reading the request
+  if (host.decoratePosts.length) test(name('a decoration whose answer did not come (502 after it was applied, a reset connection) is settled by reading the request: decorated once, not failed'), async (t) => {
+    const s = await forgeScenario(t, host);
+    const faults = host.decoratePosts.map((path, i) => ({ path, afterApply: i % 2 === 0 }));
+    for (const f of faults) s.emulator.inject({ method: 'POST', path: f.path, status: 502, ...(f.afterApply ? { afterApply: true } : { reset: true }) });
+    const outcome = (await s.runOnce()).targets[0]!;
+    t.falsy(outcome.error, JSON.stringify(outcome.error));
+    t.true(outcome.created);
+    t.is(s.emulator.model.requests.length, 1);
+    decorated(t, s);
+    for (const f of faults) {
+      const posts = s.emulator.log.filter((r) => r.method === 'POST' && f.path.test(r.path));
+      t.deepEqual(posts.map((r) => r.fault), f.afterApply ? ['502 after applying'] : ['reset', undefined], `${f.path}: ${f.afterApply ? 'applied, so not sent again' : 'not applied, so sent once more'}`);
+    }
+    t.deepEqual(s.emulator.violations, []);
+  });
+
   test(name('a rate limit with Retry-After is waited out, not failed'), async (t) => {
     const s = await forgeScenario(t, host);
     s.emulator.inject({ method: 'GET', status: 429, retryAfter: 3, times: 2 });

@@ -29,7 +29,9 @@ import type { HostCoordinates } from './providers.ts';
  *    create whose answer was lost, is settled by finding it again.
  * 4. [DECORATE] labels, reviewers and assignees the request still lacks are added, computed from
  *    the request as the host shows it: so they are applied exactly once whether or not this process
- *    saw the create's answer (the rule issue 19 asks of the GitHub backend).
+ *    saw the create's answer (the rule issue 19 asks of the GitHub backend). A decoration whose own
+ *    answer was lost is settled the same way: the request is read again, and only what it still
+ *    lacks is sent.
  * 5. [SUPERSEDE] the target's requests for older failures (their bad commit an ancestor of this
  *    one's) are closed, with a comment linking
  *    this one: when it is opened, and on every later run that still finds one open (a run that
@@ -256,6 +258,7 @@ export class ReviewRequestRepo implements RepoBackend {
     const prefix = reviewBranchPrefix(change.target);
     // listOpen gives the repository's own requests from lastgood's branches of the target: the marker counts only there (marker.ts)
     const mine = (open: HostRequest[]) => open.find((p) => p.source === branch) ?? open.find((p) => markedAsOurs({ branch: p.source, fromFork: false, body: p.body }, change));
+    const findAgain = async () => mine(await this.host.listOpen(change.branch, prefix));
 
     // [FIND]
     const open = await this.host.listOpen(change.branch, prefix);
@@ -268,7 +271,7 @@ export class ReviewRequestRepo implements RepoBackend {
         if (existing.title !== title || withoutMarkers(existing.body) !== withoutMarkers(body)) await this.host.update(existing, { title, body });
         await this.host.comment(existing, `lastgood planned this revert again (the branch it reverts on moved) and updated the description. The branch now points at ${pushed.commit}.`);
       }
-      await this.host.decorate(existing, missingDecoration(existing, want), warn);
+      await this.decorate(existing, want, findAgain, warn);
       await this.supersede(open, existing, change);
       return this.result(pushed.commit, existing, false, warnings);
     }
@@ -283,7 +286,7 @@ export class ReviewRequestRepo implements RepoBackend {
       } catch (error) {
         const unanswered = isUnanswered(error);
         // another run opened it, or ours landed and its answer was lost: the request as the host shows it decides what is left to add
-        const found = unanswered || this.host.settledByFinding(error) ? mine(await this.host.listOpen(change.branch, prefix)) : undefined;
+        const found = unanswered || this.host.settledByFinding(error) ? await findAgain() : undefined;
         if (found) {
           request = found;
           created = false;
@@ -296,7 +299,7 @@ export class ReviewRequestRepo implements RepoBackend {
       }
     }
     // [DECORATE] only what the request lacks, as the host shows it
-    await this.host.decorate(request, missingDecoration(request, want), warn);
+    await this.decorate(request, want, findAgain, warn);
     // [SUPERSEDE] also when this run found the request after losing the create's answer: a rerun converges
     await this.supersede(open, request, change);
     if (created && spec.autoMerge) {
@@ -304,6 +307,28 @@ export class ReviewRequestRepo implements RepoBackend {
       else warn(`pullRequest.autoMerge: lastgood does not set auto-merge on ${this.host.name}; merge ${request.url} when its checks pass`);
     }
     return this.result(pushed.commit, request, created, warnings);
+  }
+
+  /**
+   * [DECORATE] adds to `request` what it lacks of `want`. Labels, reviewers and assignees only add
+   * to a set, so a call whose answer did not come (a dropped connection, a 5xx: host-http.ts sends
+   * no POST twice) is settled as the create is: the request as the host now shows it says what is
+   * still missing, and only that is sent again. Without this, a reset connection on Gitea's
+   * `POST …/requested_reviewers` reported a revert that was open as failed.
+   */
+  private async decorate(request: HostRequest, want: Decoration, findAgain: () => Promise<HostRequest | undefined>, warn: (m: string) => void): Promise<void> {
+    let current = request;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.host.decorate(current, missingDecoration(current, want), warn);
+        return;
+      } catch (error) {
+        if (!isUnanswered(error) || attempt >= DECORATE_ATTEMPTS) throw error;
+        const again = await findAgain();
+        if (!again) throw error;
+        current = again;
+      }
+    }
   }
 
   /**
@@ -388,6 +413,9 @@ export function newestUpdateFirst(requests: ReviewRequest[]): ReviewRequest[] {
   const time = (r: ReviewRequest) => Date.parse(r.updatedAt ?? r.createdAt) || 0;
   return requests.sort((a, b) => time(b) - time(a) || b.number - a.number);
 }
+
+/** Decorating tries, the first included: each after a lost answer reads the request again first. */
+const DECORATE_ATTEMPTS = 3;
 
 /** A create whose answer did not come (5xx, a dropped connection): it may or may not have been applied. */
 function isUnanswered(error: unknown): boolean {

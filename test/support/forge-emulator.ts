@@ -32,6 +32,8 @@ export interface ForgeFault {
   retryAfter?: number;
   /** apply the request, then answer `status` instead of its answer */
   afterApply?: boolean;
+  /** reset the connection instead of answering `status` (a host's front dropping it) */
+  reset?: boolean;
   /** the answer's body (default: the host's usual error shape with "injected") */
   body?: unknown;
 }
@@ -208,6 +210,16 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
     ...(fault.retryAfter !== undefined ? { headers: { 'retry-after': String(fault.retryAfter) } } : {}),
   });
 
+  const sendFault = (req: http.IncomingMessage, res: http.ServerResponse, fault: ForgeFault, record: ForgeRecord, when: string) => {
+    if (fault.reset) {
+      record.fault = `reset${when}`;
+      req.socket.destroy();
+      return;
+    }
+    record.fault = `${fault.status}${fault.retryAfter !== undefined ? ` retry-after ${fault.retryAfter}` : ''}${when}`;
+    send(res, faultAnswer(fault), record);
+  };
+
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', model.base || 'http://localhost');
     const method = (req.method ?? 'GET').toUpperCase();
@@ -256,8 +268,7 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
         }
         const fault = take(method, url.pathname);
         if (fault && !fault.afterApply) {
-          record.fault = `${fault.status}${fault.retryAfter !== undefined ? ` retry-after ${fault.retryAfter}` : ''}`;
-          send(res, faultAnswer(fault), record);
+          sendFault(req, res, fault, record, '');
           return;
         }
         let answer: ForgeAnswer;
@@ -277,8 +288,7 @@ export async function startForgeEmulator(opts: ForgeOptions): Promise<ForgeEmula
           if (wrong.length) violations.push(...wrong);
         }
         if (fault?.afterApply) {
-          record.fault = `${fault.status} after applying`;
-          send(res, faultAnswer(fault), record);
+          sendFault(req, res, fault, record, ' after applying');
           return;
         }
         send(res, answer, record);

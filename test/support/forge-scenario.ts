@@ -43,6 +43,8 @@ export interface HostUnderTest {
   assignee: string;
   /** the path of the create call, for fault injection */
   createPath: RegExp;
+  /** the POSTs that decorate a request just opened (labels, reviewers not taken by the create), for fault injection */
+  decoratePosts: RegExp[];
   /** what a server hook of this host says when it refuses a push */
   refusal: string;
   /** the web pages of a request and a commit, below the host's origin */
