@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 
 /**
- * The emulators' servers keep an idle connection as long as a host's front does (nginx's
+ * The emulators' servers (the hosts', the git server, the Kubernetes API, the webhook receiver) keep an idle connection as long as a host's front does (nginx's
  * keepalive_timeout: 75 s), not Node's 5 s. With Node's, a client that reused an idle connection
  * could have its request reset unread: client and server share the test worker's event loop, and
  * when a synchronous git command stalled that loop past 5 s, the server's idle timer ran (timers

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import jsyaml from 'js-yaml';
+import { keepAliveAsHosts } from './http-keepalive.ts';
 import { PatchError, jsonPatch, mergePatch } from './kube-patch.ts';
 import { apiVersionOf, checkObject, describe, equalJson, loadBuiltinSchemas, loadCrds, type FieldError, type ResourceType } from './kube-schema.ts';
 import { SelectorError, fieldsMatch, labelsMatch, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelRequirement } from './kube-select.ts';
@@ -303,6 +304,7 @@ class Emulator implements KubeEmulator {
         else res.destroy();
       });
     });
+    keepAliveAsHosts(this.server);
   }
 
   async listen(): Promise<void> {

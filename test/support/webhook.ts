@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tempDir, writeFile } from './git.ts';
+import { keepAliveAsHosts } from './http-keepalive.ts';
 
 /** What lastgood posts to a webhook (report/notify.ts webhookPayload), the fields tests read, and the method it came with. */
 export interface Received {
@@ -40,6 +41,7 @@ export async function webhookReceiver(t: { teardown(fn: () => unknown): void }):
       res.end('ok');
     });
   });
+  keepAliveAsHosts(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
