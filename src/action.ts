@@ -23,7 +23,7 @@ import { loadConfig } from './config/load.ts';
 import { resolveTarget, type Config, type ResolvedTarget } from './config/schema.ts';
 import { evaluate, NEW_TRACK, observe as observeTarget, type Track } from './decide/tracker.ts';
 import type { Verdict } from './decide/types.ts';
-import { openRepo } from './deliver/registry.ts';
+import { openConfiguredRepo } from './deliver/registry.ts';
 import { analysisSessions, check, commitLinks, exitCodeFor, personRevert, personRevertExitCode, recordHealthy, run, runTracked, selectTargets, type Report, type TargetOutcome } from './engine/index.ts';
 import type { AnalysisResult, Lookup } from './analysis/index.ts';
 import { InputError, LastgoodError, registerSecret } from './errors.ts';
@@ -319,13 +319,9 @@ function annotate(report: Report, dryRun: boolean): void {
 }
 
 function repoFor(inputs: Inputs, config: Config): Promise<RepoBackend> {
-  return openRepo({
-    location: config.repo.url,
-    relativeTo: path.dirname(inputs.configFile),
-    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
-    ...(inputs.token ? { token: inputs.token } : {}),
-    configFile: inputs.configFile,
-    repo: config.repo,
+  return openConfiguredRepo(config, inputs.configFile, {
+    env: process.env,
+    credentials: { token: inputs.token },
     onWarning: (message: string) => core.warning(redact(message), { title: 'lastgood' }),
   });
 }

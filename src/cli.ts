@@ -21,7 +21,7 @@ const log = (): Logger => (logger ??= makeLogger(process.env.LASTGOOD_LOG_LEVEL 
 const { readSnapshots } = await import('./observe/snapshot.ts');
 const loadConfig = async (file: string) => (await import('./config/load.ts')).loadConfig(file);
 const engine = () => import('./engine/index.ts');
-const openRepo: typeof import('./deliver/registry.ts').openRepo = async (opts) => (await import('./deliver/registry.ts')).openRepo(opts);
+const openConfiguredRepo: typeof import('./deliver/registry.ts').openConfiguredRepo = async (...args) => (await import('./deliver/registry.ts')).openConfiguredRepo(...args);
 
 /** --now is strict ISO 8601 with a zone: a lenient parse read "1" as the year 2001. */
 async function parseNow(value: string | undefined): Promise<Date> {
@@ -70,18 +70,15 @@ async function repoFor(config: Config, configFile: string, repoFlag: string | un
   // a command that reads the repository builds models: the first would grow V8's young generation
   // to 128 MB (engine/heap.ts); commands that do not (health, --version) do not load perf_hooks for it
   (await import('./engine/heap.ts')).boundYoungGeneration();
-  return openRepo({
-    location: repoFlag ?? config.repo.url,
-    relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
-    apiUrl: config.repo.apiUrl ?? process.env.GITHUB_API_URL,
-    token: process.env.LASTGOOD_GITHUB_TOKEN ?? process.env.GITHUB_TOKEN,
-    repo: config.repo,
+  return openConfiguredRepo(config, configFile, {
+    env: process.env,
+    credentials: 'environment',
+    ...(repoFlag ? { repoFlag } : {}),
     // what a backend warns of outside a delivery (credentials over plain http, a reviewer not requested)
     onWarning: opts.onWarning ?? ((message: string) => process.stderr.write(`lastgood: warning: ${terminalText(redact(message))}\n`)),
     // a fetch that takes over a second shows its progress on stderr — a terminal's, as git does, or
     // any with LASTGOOD_PROGRESS=1 (LASTGOOD_PROGRESS_AFTER_MS: after how long)
     ...(progress && (process.stderr.isTTY || process.env.LASTGOOD_PROGRESS === '1') ? { onProgress: progressReporter({ write: (text) => process.stderr.write(text), tty: Boolean(process.stderr.isTTY), afterMs: Number(process.env.LASTGOOD_PROGRESS_AFTER_MS ?? 1000) }) } : {}),
-    ...(repoFlag ? { fromFlag: true } : { configFile }),
   });
 }
 

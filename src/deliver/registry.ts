@@ -31,6 +31,37 @@ export interface OpenRepoOptions {
   hostApi?: { maxRetries?: number; retryUnitMs?: number; commits?: 'git' | 'api' };
 }
 
+export interface ConfiguredRepoOptions extends Pick<OpenRepoOptions, 'onWarning' | 'onProgress' | 'hostApi'> {
+  /** the door's environment: GITHUB_API_URL, repo.auth's variables, and the token where the door has none of its own */
+  env: Record<string, string | undefined>;
+  /** the door's own token (the Action's github-token input; none when it is empty), or the environment's */
+  credentials: 'environment' | { token: string | undefined };
+  /** `--repo`: this location instead of repo.url, relative to the working directory */
+  repoFlag?: string;
+}
+
+/**
+ * The repository a config names, opened as every door opens it (the CLI, the Action, the
+ * controller through the CLI): repo.url relative to the config file's folder, or --repo relative
+ * to the working directory; the API URL from repo.apiUrl, else GITHUB_API_URL (what Actions sets
+ * on GitHub Enterprise Server); the token LASTGOOD_GITHUB_TOKEN, else GITHUB_TOKEN, unless the door
+ * has its own.
+ */
+export function openConfiguredRepo(config: Config, configFile: string, opts: ConfiguredRepoOptions): Promise<RepoBackend> {
+  const { env, credentials, repoFlag, ...rest } = opts;
+  const token = credentials === 'environment' ? env.LASTGOOD_GITHUB_TOKEN ?? env.GITHUB_TOKEN : credentials.token;
+  return openRepo({
+    ...rest,
+    location: repoFlag ?? config.repo.url,
+    relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
+    ...(config.repo.apiUrl ?? env.GITHUB_API_URL ? { apiUrl: config.repo.apiUrl ?? env.GITHUB_API_URL } : {}),
+    ...(token ? { token } : {}),
+    repo: config.repo,
+    env,
+    ...(repoFlag ? { fromFlag: true } : { configFile }),
+  });
+}
+
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */
 export interface BackendFactory {
   kind: string;

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig, validSummary } from '../../src/config/load.ts';
-import { openRepo } from '../../src/deliver/registry.ts';
+import { openConfiguredRepo } from '../../src/deliver/registry.ts';
 import { analyse, checkAndRecord, exitCodeFor, run, type Report } from '../../src/engine/index.ts';
 import { LastgoodError } from '../../src/errors.ts';
 import { readSnapshots } from '../../src/observe/snapshot.ts';
@@ -43,16 +43,7 @@ async function prepare(opts: EngineRunOptions) {
   const observed = await readSnapshots(opts.snapshots);
   const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
   const analysis = await analyse({ config, observed, now, target: opts.target, provider: { relativeTo: path.dirname(path.resolve(opts.config)), env } });
-  const repo = async () => openRepo({
-    location: config.repo.url,
-    relativeTo: path.dirname(path.resolve(opts.config)),
-    apiUrl: config.repo.apiUrl ?? env.GITHUB_API_URL,
-    token: env.LASTGOOD_GITHUB_TOKEN ?? env.GITHUB_TOKEN,
-    repo: config.repo,
-    configFile: opts.config,
-    env,
-    onWarning: () => {},
-  });
+  const repo = async () => openConfiguredRepo(config, opts.config, { env, credentials: 'environment', onWarning: () => {} });
   return { config, now, observed, env, analysis, repo };
 }
 
