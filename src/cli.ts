@@ -4,7 +4,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import type { Report } from './engine/index.ts';
-import { InputError, LastgoodError, redact, type ExitCode } from './errors.ts';
+import { InputError, LastgoodError, LocalError, redact, type ExitCode } from './errors.ts';
 import { scrubText } from './scrub.ts';
 import { VERSION } from './version.ts';
 import { progressReporter } from './report/progress.ts';
@@ -93,12 +93,41 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 async function print(report: Report, json: boolean, showDiff = false, jsonFile?: string): Promise<void> {
   const { formatReport, reportJson, terminalStyle } = await import('./report/text.ts');
   const tty = terminalStyle(process.stdout, process.env);
-  // --json-file: the JSON document for a machine (a CI artifact), the text for the person reading the log
-  if (jsonFile) await (await import('node:fs/promises')).writeFile(jsonFile, reportJson(report));
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
   for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${terminalLines(redact(t.error.message))}\n`);
   exitCode = (await engine()).exitCodeFor(report);
+  // --json-file: the JSON document for a machine (a CI artifact), the text above for the person reading the log.
+  // Written last: when it fails (checked writable before the run; a disk can still fill), the report was printed
+  if (jsonFile) {
+    try {
+      await (await import('node:fs/promises')).writeFile(jsonFile, reportJson(report));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Node says "ENOSPC: no space left on device, write": the words, then the code
+      const words = (error as Error).message.replace(/^[A-Z]+: /, '').replace(/, \w+(?: '.*')?$/, '');
+      throw new LocalError(`--json-file ${jsonFile}: cannot write the JSON report: ${words}${code ? ` (${code})` : ''}; the report above is the run's, and what it wrote stands`, { path: jsonFile, ...(code ? { code } : {}), cause: error });
+    }
+  }
+}
+
+/**
+ * --json-file is checked before the run writes anything (its folder exists and can be written, it
+ * is no folder): a run that committed a revert must not end unable to write its report.
+ */
+async function checkJsonFile(file: string | undefined): Promise<void> {
+  if (file === undefined) return;
+  const fs = await import('node:fs/promises');
+  const stat = await fs.stat(file).catch(() => undefined);
+  if (stat?.isDirectory()) throw new InputError(`--json-file ${file}: is a folder; name a file to write the JSON report to`);
+  const target = stat ? file : path.dirname(path.resolve(file));
+  try {
+    await fs.access(target, fs.constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? `the folder ${path.dirname(path.resolve(file))} does not exist` : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? `${stat ? 'the file' : 'its folder'} cannot be written (${code})` : (error as Error).message;
+    throw new InputError(`--json-file ${file}: ${why}; nothing was run`);
+  }
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -225,6 +254,7 @@ clusterOptions(program
   .option('--json', 'print one JSON document')
   .option('--json-file <file>', 'also write the JSON document to FILE (a CI artifact); stdout keeps the report for the log')
   .action(async (o: { config: string; snapshot?: string[]; event?: string; target?: string; repo?: string; mode?: 'commit' | 'pull-request'; dryRun?: boolean; now?: string; json?: boolean; jsonFile?: string } & ClusterFlags) => {
+    await checkJsonFile(o.jsonFile);
     let config = await loadConfig(o.config);
     const now = await parseNow(o.now);
     const { run, selectTargets } = await engine();

@@ -91,8 +91,10 @@ test('healthy target: exit 0, no commit', async (t) => {
 
 test('failed target: one restore commit with the right content and trailers, nothing else touched', async (t) => {
   const s = scenario();
-  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);
+  const jsonFile = path.join(s.dir, 'report.json');
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json', '--json-file', jsonFile]);
   t.is(r.code, 0, r.stderr + r.stdout);
+  t.is(readFileSync(jsonFile, 'utf8'), r.stdout, '--json-file: the same JSON document');
   const out = JSON.parse(r.stdout).targets[0];
   t.is(out.verdict, 'failed');
   t.is(out.action, 'revert');
@@ -115,6 +117,29 @@ test('failed target: one restore commit with the right content and trailers, not
   t.is(git(s.repo, 'status', '--porcelain'), '');
   t.false(existsSync(path.join(s.repo, TARGET_PATH, 'hpa.yaml')));
   t.regex(readFileSync(path.join(s.repo, TARGET_PATH, 'kustomization.yaml'), 'utf8'), /newTag: 6\.0\.0/);
+});
+
+test('--json-file that cannot be written (no such folder, a folder) is bad usage before anything runs: nothing written', async (t) => {
+  const s = scenario();
+  const snap = failedSnapshot(s);
+  const before = fingerprint(s.repo);
+  const missing = path.join(s.dir, 'no-such-folder', 'report.json');
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json-file', missing]);
+  t.is(r.code, 2, r.stderr);
+  t.is(r.stderr, `lastgood: --json-file ${missing}: the folder ${path.dirname(missing)} does not exist; nothing was run\n`);
+  const folder = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json-file', s.dir]);
+  t.is(folder.code, 2, folder.stderr);
+  t.is(folder.stderr, `lastgood: --json-file ${s.dir}: is a folder; name a file to write the JSON report to\n`);
+  t.is(fingerprint(s.repo), before, 'no revert was made');
+  t.is(git(s.repo, 'rev-parse', 'main'), s.c4);
+  // a disk that fills after the check (/dev/full: every write is ENOSPC): the report is printed, the error says the revert stands
+  if (!existsSync('/dev/full')) return;
+  const full = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json-file', '/dev/full']);
+  t.is(full.code, 3, full.stderr);
+  const revert = git(s.repo, 'rev-parse', 'main');
+  t.not(revert, s.c4, 'the revert was made before the report was written');
+  t.regex(full.stdout, new RegExp(`reverted by ${revert.slice(0, 12)}|${revert}`), full.stdout);
+  t.regex(full.stderr, /^lastgood: --json-file \/dev\/full: cannot write the JSON report: no space left on device \(ENOSPC\); the report above is the run's, and what it wrote stands\n$/);
 });
 
 test('failed again: no second commit', async (t) => {
