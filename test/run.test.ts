@@ -169,6 +169,25 @@ test('dry run: prints the plan and a diff, writes nothing', async (t) => {
   t.is(fingerprint(s.repo), before);
 });
 
+test('dry run: the diff is a patch git applies, to the revert\'s tree, also where a file name holds a line break and an escape', async (t) => {
+  const s = scenario();
+  // the bad release also added a file whose name would forge a line of the diff if printed raw
+  const evil = `${TARGET_PATH}evil\x1b[31m\nline2.yaml`;
+  const c5 = commit(s.repo, { [evil]: 'kind: ConfigMap\n', [`${TARGET_PATH}replicas.yaml`]: 'replicas: 5\n' }, 'podinfo: five replicas');
+  const snap = writeFile(s.dir, 'evil.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${c5}`, applied: `main@sha1:${s.c2}`, ready: 'False' })));
+  const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', snap, '--json', '--dry-run']);
+  t.is(r.code, 0, r.stderr);
+  const diff = (JSON.parse(r.stdout) as { targets: Array<{ diff: string }> }).targets[0]!.diff;
+  // git's C quoting, as git prints the name (and as the ---/+++ lines had it already)
+  t.true(diff.includes('diff --git "a/apps/podinfo/overlays/prod/evil\\033[31m\\nline2.yaml" "b/apps/podinfo/overlays/prod/evil\\033[31m\\nline2.yaml"\ndeleted file mode 100644\n'), diff);
+  t.false(diff.split('\n').some((l) => l.startsWith('line2.yaml')), 'no line of the diff starts inside the name');
+  // the oracle: git applies the dry run's diff to the head, and the target's files are then the last-known-good's
+  const patch = writeFile(s.dir, 'dry-run.patch', diff);
+  git(s.repo, 'apply', '--check', patch);
+  git(s.repo, 'apply', '--index', patch);
+  t.is(git(s.repo, 'write-tree', `--prefix=${TARGET_PATH}`), git(s.repo, 'rev-parse', `${s.c2}:${TARGET_PATH}`));
+});
+
 test('bare repository: the branch moves, nothing else', async (t) => {
   const s = scenario({ bare: true });
   const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);

@@ -1,4 +1,4 @@
-import { createTwoFilesPatch } from 'diff';
+import { formatPatch, structuredPatch } from 'diff';
 import type { FileChange, FileEntry, RepoReader } from '../repo/types.ts';
 
 /** Per-file before/after text of a change, for dry-run diffs and diff stats. */
@@ -17,14 +17,22 @@ export async function diffChange(reader: RepoReader, parent: string, files: File
     const old: FileEntry | undefined = before.get(f.path);
     const oldText = old ? await text(reader, old.oid) : '';
     const newText = 'delete' in f ? '' : 'content' in f ? Buffer.from(f.content).toString('utf8') : await text(reader, f.oid);
-    const patch = createTwoFilesPatch(old ? `a/${f.path}` : '/dev/null', 'delete' in f ? '/dev/null' : `b/${f.path}`, oldText, newText, '', '', { context: 3 });
+    const structured = structuredPatch(old ? `a/${f.path}` : '/dev/null', 'delete' in f ? '/dev/null' : `b/${f.path}`, oldText, newText, undefined, undefined, { context: 3 });
     let added = 0;
     let removed = 0;
-    for (const line of patch.split('\n').slice(2)) {
-      if (line.startsWith('+') && !line.startsWith('+++')) added++;
-      else if (line.startsWith('-') && !line.startsWith('---')) removed++;
+    for (const line of structured.hunks.flatMap((h) => h.lines)) {
+      if (line.startsWith('+')) added++;
+      else if (line.startsWith('-')) removed++;
     }
-    out.push({ path: f.path, status: 'delete' in f ? 'deleted' : old ? 'modified' : 'added', added, removed, patch: patch.replace(/^=+\n/, '') });
+    const newMode = 'delete' in f ? undefined : f.mode;
+    // as git prints it: the `diff --git` line, the mode lines, names C-quoted where they hold a line
+    // break, a control character, a quote or a backslash (a file name cannot forge a line of the diff)
+    const patch = formatPatch({
+      ...structured,
+      isGit: true,
+      ...(!old ? { isCreate: true, newMode } : newMode === undefined ? { isDelete: true, oldMode: old.mode } : old.mode !== newMode ? { oldMode: old.mode, newMode } : {}),
+    });
+    out.push({ path: f.path, status: 'delete' in f ? 'deleted' : old ? 'modified' : 'added', added, removed, patch });
   }
   return out;
 }
@@ -44,5 +52,5 @@ export function diffStat(diffs: FileDiff[]): string {
 }
 
 export function unifiedDiff(diffs: FileDiff[]): string {
-  return diffs.map((d) => `diff --git a/${d.path} b/${d.path}\n${d.patch.replace(/^Index:.*\n/, '')}`).join('');
+  return diffs.map((d) => (d.patch.endsWith('\n') ? d.patch : `${d.patch}\n`)).join('');
 }
