@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import type { Report } from './engine/index.ts';
 import { InputError, LastgoodError, LocalError, redact, type ExitCode } from './errors.ts';
+import { makeOutputFolder } from './output-folder.ts';
 import { scrubText } from './scrub.ts';
 import { VERSION } from './version.ts';
 import { progressReporter } from './report/progress.ts';
@@ -398,7 +399,7 @@ program
  * nothing is written at all (issue 36: the edit was lost silently).
  */
 async function writeKustomizeBase(dir: string, files: Record<string, string>, force: boolean): Promise<void> {
-  const { mkdir, readFile, writeFile } = await import('node:fs/promises');
+  const { readFile, writeFile } = await import('node:fs/promises');
   const differing: string[] = [];
   for (const [name, text] of Object.entries(files)) {
     const now = await readFile(path.join(dir, name), 'utf8').catch(() => undefined);
@@ -407,7 +408,7 @@ async function writeKustomizeBase(dir: string, files: Record<string, string>, fo
   if (differing.length > 0 && !force) {
     throw new InputError(`${dir}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from what lastgood writes (edited by hand?): nothing written; run without --kustomize to see lastgood's, or pass --force to replace ${differing.length === 1 ? 'it' : 'them'}`);
   }
-  await mkdir(dir, { recursive: true });
+  makeOutputFolder(dir, '--kustomize');
   for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
   process.stdout.write(`${dir}: ${Object.keys(files).join(', ')}${differing.length ? ` (replaced: ${differing.join(', ')})` : ''} (kubectl apply -k ${dir})\n`);
 }

@@ -44,4 +44,10 @@ test('`lastgood demo DIR` writes the worked example into a new folder and prints
   t.is(again.code, 2);
   t.regex(again.stderr, /my demo: the folder is not empty; give a new or empty one/);
   t.is(git(path.join(dir, 'gitops'), 'rev-parse', 'main^'), '349edffd86e90846692f498d82676f0ee5085cb3', 'nothing rewritten');
+
+  // a folder under a file cannot be made: bad usage naming it, not Node's error with a stack
+  const under = path.join(dir, 'lastgood.yaml', 'demo');
+  const refused = await lastgood(['demo', under]);
+  t.is(refused.code, 2, refused.stderr);
+  t.is(refused.stderr, `lastgood: demo ${path.resolve(under)}: lies under a file, not a folder; nothing was written\n`);
 });

@@ -346,6 +346,22 @@ test('install --kustomize into a base edited by hand: refused and nothing writte
   t.is(readFileSync(path.join(base, 'kustomization.yaml'), 'utf8'), ours);
 });
 
+test('install --kustomize at a file, or under one: bad usage naming the path, nothing written', async (t) => {
+  const configFile = writeConfig(CONFIG);
+  const dir = tempDir('lastgood-kustomize-file-');
+  const file = path.join(dir, 'not-a-folder');
+  writeFileSync(file, 'mine\n');
+  const at = await lastgood(['install', '--config', configFile, '--registry', 'registry.example', '--kustomize', file]);
+  t.is(at.code, 2, at.stderr);
+  t.is(at.stderr, `lastgood: --kustomize ${file}: is a file, not a folder; nothing was written\n`);
+  const under = path.join(file, 'base');
+  const below = await lastgood(['install', '--config', configFile, '--registry', 'registry.example', '--kustomize', under]);
+  t.is(below.code, 2, below.stderr);
+  t.is(below.stderr, `lastgood: --kustomize ${under}: lies under a file, not a folder; nothing was written\n`);
+  t.is(readFileSync(file, 'utf8'), 'mine\n');
+  t.deepEqual(readdirSync(dir), ['not-a-folder']);
+});
+
 test('the controller\'s probes give a busy process 5 s to answer', async (t) => {
   const deployment = find((await install(CONFIG)).docs, 'Deployment')[0]!;
   const container = (deployment.spec.template.spec.containers as Array<{ livenessProbe: { timeoutSeconds?: number }; readinessProbe: { timeoutSeconds?: number } }>)[0]!;

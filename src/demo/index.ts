@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { InputError } from '../errors.ts';
+import { makeOutputFolder } from '../output-folder.ts';
 import { loadTemplate } from '../revert/template.ts';
 
 /**
@@ -95,7 +96,7 @@ export async function writeDemo(dir: string, opts: { replace?: boolean } = {}): 
     if (!fs.statSync(root).isDirectory()) throw new InputError(`${dir}: not a folder`);
     if (!opts.replace && fs.readdirSync(root).length > 0) throw new InputError(`${dir}: the folder is not empty; give a new or empty one (the demo writes gitops/, cluster.yaml and lastgood.yaml there)`);
   }
-  fs.mkdirSync(root, { recursive: true });
+  makeOutputFolder(root, 'demo');
   const repo = path.join(root, 'gitops');
   const shas = await buildDemoRepo(repo);
   const config = path.join(root, 'lastgood.yaml');
