@@ -319,8 +319,7 @@ program
   .description('validate lastgood.yaml')
   .requiredOption('--config <file>', 'the config file (lastgood.yaml)')
   .action(async (o: { config: string }) => {
-    const { validSummary } = await import('./config/load.ts');
-    process.stdout.write(validSummary(o.config, await loadConfig(o.config)));
+    process.stdout.write(await (await engine()).validateConfigFile(o.config, process.env));
   });
 
 clusterOptions(program

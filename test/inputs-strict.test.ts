@@ -26,10 +26,10 @@ const NOW = '2026-11-01T12:05:00Z';
 const P = 'apps/podinfo/prod/';
 const RESOURCE = '{ apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: apps }';
 
-function configWith(dir: string, opts: { url?: string; paths?: string; name?: string; extra?: string; target?: string } = {}): string {
+function configWith(dir: string, opts: { url?: string; repoExtra?: string; paths?: string; name?: string; extra?: string; target?: string } = {}): string {
   return writeFile(dir, 'lastgood.yaml', `repo:
   url: ${opts.url ?? './repo'}
-defaults: { mode: commit, strategy: restore, confirmations: 1 }
+${opts.repoExtra ?? ''}defaults: { mode: commit, strategy: restore, confirmations: 1 }
 targets:
   - name: ${opts.name ?? 'podinfo-prod'}
     paths: ${opts.paths ?? `[${P}]`}
@@ -241,6 +241,29 @@ test('an unsupported repo.url is a config error with the file and line of repo.u
   const flag = await lastgood(['run', '--now', NOW, '--config', config, '--snapshot', snap, '--repo', 'svn://x/y']);
   t.is(flag.code, 2, flag.stderr);
   t.regex(flag.stderr, /--repo "svn:\/\/x\/y" is not supported/);
+  // validate refuses it too, as the door says it: a config that validates is one a run does not refuse for repo.url
+  const validated = await lastgood(['validate', '--config', config]);
+  t.is(validated.code, 2, validated.stdout);
+  t.is(validated.stderr, r.stderr);
+});
+
+test('validate refuses every repo.url a run refuses before the network (unsupported, credentials, plain http, not a repository of its host), naming its line', async (t) => {
+  const dir = tempDir('lastgood-strict-');
+  const cases: Array<[string, RegExp]> = [
+    ['ssh://git@github.com/acme/gitops', /lastgood\.yaml:2: repo\.url "ssh:\/\/github\.com\/acme\/gitops" is not supported/],
+    [`https://x-access-token:ghp_${'a'.repeat(36)}@github.com/acme/gitops`, /lastgood\.yaml:2: repo\.url "https:\/\/github\.com\/acme\/gitops" is not supported with credentials in the URL/],
+    ['http://gitlab.example.com/acme/gitops', /lastgood\.yaml:2: repo\.url http:\/\/gitlab\.example\.com\/acme\/gitops is plain http/],
+    ['https://gitlab.com/acme', /lastgood\.yaml:2: repo\.url "https:\/\/gitlab\.com\/acme" is not a repository URL of gitlab/],
+  ];
+  for (const [url, said] of cases) {
+    const r = await lastgoodEngine(['validate', '--config', configWith(dir, { url })]);
+    t.is(r.code, 2, `${url}: ${r.stdout}`);
+    t.regex(r.stderr, said, url);
+    t.false(r.stderr.includes('ghp_'), 'the token is not repeated');
+  }
+  // what needs the secrets is not validate's: repo.auth naming a variable this machine has not set is valid here
+  const auth = await lastgoodEngine(['validate', '--config', configWith(dir, { url: 'https://gitlab.example.com/acme/gitops', repoExtra: '  auth: { tokenEnv: LASTGOOD_TEST_UNSET_TOKEN }\n' })]);
+  t.is(auth.code, 0, auth.stderr);
 });
 
 test('a branch that keeps moving while the revert is planned: exit 3 with what happened, nothing written', async (t) => {

@@ -1,6 +1,6 @@
 import { ConfigError, InputError } from '../errors.ts';
-import { prepareGitRemote } from './git-remote/index.ts';
-import { hostCoordinates, providerOf, publicProvider, type ConfiguredProvider, type ReviewProvider } from './providers.ts';
+import { checkRemoteUrl, prepareGitRemote } from './git-remote/index.ts';
+import { hostCoordinates, providerOf, publicProvider, type ConfiguredProvider, type HostCoordinates, type ReviewProvider } from './providers.ts';
 import type { GitRemoteConfig } from './git-remote/index.ts';
 import { ReviewRequestRepo, type HostOpenOptions, type ReviewHost } from './review-request.ts';
 import type { TransferEvent } from '../repo/types.ts';
@@ -38,7 +38,11 @@ async function openHost(provider: ReviewProvider, opts: HostOpenOptions): Promis
   }
 }
 
-export async function openReviewRepo(location: string, opts: ReviewOpenOptions): Promise<ReviewRequestRepo> {
+/**
+ * The checks on a review host's repo.url that need neither the network nor the secrets (`lastgood
+ * validate` runs them too): a repository URL of the provider, and the git backend's URL checks.
+ */
+export async function checkReviewUrl(location: string, opts: ReviewOpenOptions): Promise<{ url: URL; provider: ReviewProvider; coordinates: HostCoordinates }> {
   let url = new URL(location);
   // an Azure DevOps clone URL names the organization as a user (https://ORG@dev.azure.com/…): not a credential
   if (url.username && !url.password && publicProvider(url) === 'azure-devops') {
@@ -54,6 +58,12 @@ export async function openReviewRepo(location: string, opts: ReviewOpenOptions):
     const line = opts.configFile ? await configFieldLine(opts.configFile, ['repo', 'url']) : undefined;
     throw new ConfigError(`repo.url ${message}`, { ...(opts.configFile ? { file: opts.configFile } : {}), ...(line ? { line } : {}) });
   }
+  await checkRemoteUrl(url.href, opts);
+  return { url, provider, coordinates };
+}
+
+export async function openReviewRepo(location: string, opts: ReviewOpenOptions): Promise<ReviewRequestRepo> {
+  const { url, provider, coordinates } = await checkReviewUrl(location, opts);
   const { repo: git, credentials, warn } = await prepareGitRemote(url.href, {
     relativeTo: opts.relativeTo,
     ...(opts.configFile ? { configFile: opts.configFile } : {}),

@@ -48,9 +48,23 @@ export interface ConfiguredRepoOptions extends Pick<OpenRepoOptions, 'onWarning'
  * has its own.
  */
 export function openConfiguredRepo(config: Config, configFile: string, opts: ConfiguredRepoOptions): Promise<RepoBackend> {
+  return openRepo(configuredOptions(config, configFile, opts));
+}
+
+/**
+ * `lastgood validate`: the refusals of repo.url that opening it would give first, without the
+ * network, the disk or the secrets (an unsupported location, credentials in the URL, plain http
+ * without repo.insecure), each with the file and line of repo.url.
+ */
+export async function checkConfiguredRepo(config: Config, configFile: string, env: Record<string, string | undefined>): Promise<void> {
+  const opts = configuredOptions(config, configFile, { env, credentials: { token: undefined } });
+  await (await factoryFor(opts)).check?.(opts.location, opts);
+}
+
+function configuredOptions(config: Config, configFile: string, opts: ConfiguredRepoOptions): OpenRepoOptions {
   const { env, credentials, repoFlag, ...rest } = opts;
   const token = credentials === 'environment' ? env.LASTGOOD_GITHUB_TOKEN ?? env.GITHUB_TOKEN : credentials.token;
-  return openRepo({
+  return {
     ...rest,
     location: repoFlag ?? config.repo.url,
     relativeTo: repoFlag ? process.cwd() : path.dirname(path.resolve(configFile)),
@@ -59,7 +73,7 @@ export function openConfiguredRepo(config: Config, configFile: string, opts: Con
     repo: config.repo,
     env,
     ...(repoFlag ? { fromFlag: true } : { configFile }),
-  });
+  };
 }
 
 /** A backend factory per kind of location, chosen by `matches` (the way renovate registers platforms). */
@@ -67,6 +81,8 @@ export interface BackendFactory {
   kind: string;
   matches(location: string, opts: OpenRepoOptions): boolean;
   open(location: string, opts: OpenRepoOptions): Promise<RepoBackend>;
+  /** the refusals `open` gives that need neither the network, the disk nor the secrets (`lastgood validate`) */
+  check?(location: string, opts: OpenRepoOptions): Promise<void>;
 }
 
 const factories: BackendFactory[] = [];
@@ -95,6 +111,7 @@ registerBackend({
   // any git host over smart HTTP; checked before GitHub's, which it leaves github.com and GHES URLs to
   matches: (location, opts) => /^https?:\/\//i.test(location) && gitRemoteMatches(location, opts),
   open: async (location, opts) => (await import('./git-remote/index.ts')).openGitRemote(location, opts),
+  check: async (location, opts) => void (await (await import('./git-remote/index.ts')).checkRemoteUrl(location, opts)),
 });
 
 registerBackend({
@@ -107,18 +124,23 @@ registerBackend({
     return isReviewProvider(providerOf(url, opts.repo?.provider));
   },
   open: async (location, opts) => (await import('./open-review.ts')).openReviewRepo(location, opts),
+  check: async (location, opts) => void (await (await import('./open-review.ts')).checkReviewUrl(location, opts)),
 });
 
-export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {
+/** The backend factory for the location; an unsupported one is refused with the file and line of repo.url. */
+async function factoryFor(opts: OpenRepoOptions): Promise<BackendFactory> {
   const factory = factories.find((f) => f.matches(opts.location, opts));
-  if (!factory) {
-    const what = `"${redact(opts.location.replace(/\/\/[^@/]*@/, '//'))}" is not supported: use a local path (working copy or bare repository) or an https URL of a git repository${opts.apiUrl ? '' : ' (GitHub Enterprise Server: set repo.apiUrl)'}`;
-    if (opts.fromFlag) throw new InputError(`--repo ${what}`);
-    if (!opts.configFile) throw new ConfigError(`repo.url ${what}`);
-    const { configFieldLine } = await import('../config/load.ts');
-    const line = await configFieldLine(opts.configFile, ['repo', 'url']);
-    throw new ConfigError(`repo.url ${what}`, { file: opts.configFile, ...(line ? { line } : {}) });
-  }
+  if (factory) return factory;
+  const what = `"${redact(opts.location.replace(/\/\/[^@/]*@/, '//'))}" is not supported: use a local path (working copy or bare repository) or an https URL of a git repository${opts.apiUrl ? '' : ' (GitHub Enterprise Server: set repo.apiUrl)'}`;
+  if (opts.fromFlag) throw new InputError(`--repo ${what}`);
+  if (!opts.configFile) throw new ConfigError(`repo.url ${what}`);
+  const { configFieldLine } = await import('../config/load.ts');
+  const line = await configFieldLine(opts.configFile, ['repo', 'url']);
+  throw new ConfigError(`repo.url ${what}`, { file: opts.configFile, ...(line ? { line } : {}) });
+}
+
+export async function openRepo(opts: OpenRepoOptions): Promise<RepoBackend> {
+  const factory = await factoryFor(opts);
   const backend = await factory.open(opts.location, opts);
   // what the engine keeps between runs beside the repository (renders by digest: src/verify/render-cache.ts)
   if (opts.repo?.cacheDir && backend.cacheDir === undefined) Object.defineProperty(backend, 'cacheDir', { value: path.resolve(opts.relativeTo, opts.repo.cacheDir), enumerable: true });

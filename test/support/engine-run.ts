@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { loadConfig, validSummary } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { openConfiguredRepo } from '../../src/deliver/registry.ts';
-import { analyse, checkAndRecord, exitCodeFor, run, type Report } from '../../src/engine/index.ts';
+import { analyse, checkAndRecord, exitCodeFor, run, validateConfigFile, type Report } from '../../src/engine/index.ts';
 import { LastgoodError } from '../../src/errors.ts';
 import { readSnapshots } from '../../src/observe/snapshot.ts';
 import { parseTime } from '../../src/observe/times.ts';
@@ -97,7 +97,7 @@ async function validate(args: string[]): Promise<CliResult> {
   const { values } = parseArgs({ args, strict: true, allowPositionals: false, options: { config: { type: 'string' } } });
   if (!values.config) throw new Error('lastgoodEngine: validate needs --config');
   try {
-    return { code: 0, stdout: validSummary(values.config, await loadConfig(values.config)), stderr: '' };
+    return { code: 0, stdout: await validateConfigFile(values.config, process.env), stderr: '' };
   } catch (error) {
     return asDoorError(error);
   }
