@@ -80,7 +80,7 @@ export function circles(graph: Map<string, string[]>): string[][] {
  * A module is placed by its first folder under src/ (a file directly in src/ by its name).
  */
 export const LAYERS: ReadonlyArray<{ name: string; members: readonly string[] }> = [
-  { name: 'base', members: ['errors.ts', 'network.ts', 'scrub.ts', 'scrub-rules.ts', 'clock.ts', 'yaml-read.ts', 'retry.ts', 'version.ts', 'output-folder.ts'] },
+  { name: 'base', members: ['errors.ts', 'network.ts', 'scrub.ts', 'scrub-rules.ts', 'clock.ts', 'yaml-read.ts', 'retry.ts', 'version.ts', 'output-folder.ts', 'read-within.ts'] },
   { name: 'cluster', members: ['config', 'observe', 'health', 'analysis', 'decide'] },
   { name: 'repository', members: ['repo', 'history', 'model', 'revert', 'verify'] },
   { name: 'deliver', members: ['deliver'] },

@@ -175,6 +175,8 @@ test('credentials: a token from the environment or a file, a user and password f
 
   t.throws(() => loadCredentials({ tokenEnv: 'MISSING_TOKEN' }, 'h', { relativeTo: dir, env, configFile: 'lastgood.yaml' }), { message: /lastgood\.yaml: repo\.auth\.tokenEnv: environment variable MISSING_TOKEN is not set/ });
   t.throws(() => loadCredentials({ tokenFile: 'nope' }, 'h', { relativeTo: dir, env }), { message: /repo\.auth\.tokenFile: cannot read .*nope \(ENOENT\)/ });
+  // a bound (64 KiB): /dev/zero, or the wrong file, is refused at once, never read whole
+  t.throws(() => loadCredentials({ tokenFile: '/dev/zero' }, 'h', { relativeTo: dir, env, configFile: 'lastgood.yaml' }), { message: 'lastgood.yaml: repo.auth.tokenFile: /dev/zero holds more than 64 KiB, the most lastgood reads as a credential (is it the right file?)' });
   t.throws(() => loadCredentials({ passwordEnv: 'OTHER' }, 'h', { relativeTo: dir, env }), { message: /a password needs a user name/ });
 });
 

@@ -183,6 +183,12 @@ test('an event time that does not parse, or lies ahead of the clock, is bad inpu
   (alert.client_payload ?? alert).alerts[0].startsAt = 'yesterday';
   const a = writeFile(dir, 'alert.json', JSON.stringify(alert));
   await t.throwsAsync(readEvent(a, { now }), { instanceOf: InputError, message: /alert\.json: (client_payload\.)?alerts\[0\]\.startsAt "yesterday" is not a valid time/ });
+
+  // the bound (8 MiB): /dev/zero and a padded payload are refused, read no further
+  const over = `the event payload is larger than 8 MiB, the most lastgood reads as one (an Alertmanager group of thousands of alerts is a few MiB)`;
+  await t.throwsAsync(readEvent('/dev/zero', { now }), { instanceOf: InputError, message: `/dev/zero: ${over}` });
+  const padded = writeFile(dir, 'padded.json', JSON.stringify({ ...fluxEvent('2026-11-22T03:19:00Z'), pad: 'x'.repeat(8 << 20) }));
+  await t.throwsAsync(readEvent(padded, { now }), { instanceOf: InputError, message: `${padded}: ${over}` });
 });
 
 test('Action: an event timestamp "soon" fails the step with exit 2 and an annotation naming the file; nothing written', async (t) => {
@@ -212,6 +218,32 @@ test('a YAML alias bomb in the config is a config error with the file and line, 
   t.is(r.code, 2, r.stderr);
   t.regex(r.stderr, /lastgood\.yaml:2: cannot read the YAML: .*alias/i);
   noInternalError(t, r);
+});
+
+test('the config\'s bounds (1 MiB, 200,000 separators): beyond them a config error with the file (and the line), read no further', async (t) => {
+  const dir = tempDir('lastgood-strict-');
+  const base = readFileSync(configWith(dir), 'utf8');
+  // 21 MiB of comments: refused at 1 MiB, never read whole
+  const big = writeFile(dir, 'big.yaml', `${base}${'# a comment line of forty bytes, padded.\n'.repeat(550_000)}`);
+  const tooBig = await lastgoodEngine(['validate', '--config', big]);
+  t.is(tooBig.code, 2, tooBig.stdout);
+  t.is(tooBig.stderr, `lastgood: ${big}: the config is larger than 1 MiB, the most lastgood reads as lastgood.yaml\n`);
+  // /dev/zero: the bound stops the read at once
+  const zero = await lastgoodEngine(['validate', '--config', '/dev/zero']);
+  t.is(zero.code, 2);
+  t.is(zero.stderr, 'lastgood: /dev/zero: the config is larger than 1 MiB, the most lastgood reads as lastgood.yaml\n');
+  // the most nodes per byte YAML has (a flow list of one-character scalars): within 1 MiB, refused at the line that passes the count
+  const baseLines = base.split('\n').length - 1;
+  const flow = writeFile(dir, 'flow.yaml', `${base}x:\n  - [${Array(250_000).fill('1').join(',')}]\n`);
+  const tooMany = await lastgoodEngine(['validate', '--config', flow]);
+  t.is(tooMany.code, 2, tooMany.stdout);
+  t.is(tooMany.stderr, `lastgood: ${flow}:${baseLines + 2}: more than 200,000 YAML nodes by here (counted as the separators that start one: , : - [ { and line breaks), the most lastgood models in a config\n`);
+  // a config of 2,000 targets is well within both
+  const targets = Array.from({ length: 2_000 }, (_, i) => `  - name: app-${i}\n    paths: [apps/app-${i}/overlays/prod/]\n    resources:\n      - { apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, namespace: flux-system, name: app-${i} }\n`).join('');
+  const many = writeFile(dir, 'many.yaml', `repo: { url: ./repo }\ndefaults: { mode: commit }\ntargets:\n${targets}`);
+  const fine = await lastgoodEngine(['validate', '--config', many]);
+  t.is(fine.code, 0, fine.stderr);
+  t.regex(fine.stdout, /valid \(2000 targets: app-0, /);
 });
 
 test('an empty snapshot says "no objects" (exit 2), not every resource NotFound', async (t) => {

@@ -2,17 +2,46 @@ import { readFile } from 'node:fs/promises';
 import { isMap, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
+import { readTextWithin } from '../read-within.ts';
 import { ConfigSchema, type Config } from './schema.ts';
 
 /** Reads and validates lastgood.yaml. Every problem is a ConfigError naming the file, the field and the line. */
 export async function loadConfig(file: string): Promise<Config> {
-  let text: string;
+  let text: string | undefined;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readTextWithin(file, CONFIG_BOUNDS.maxBytes);
   } catch (error) {
     throw new ConfigError(`cannot read the config: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
   }
+  if (text === undefined) throw tooLarge(file);
   return parseConfig(text, file);
+}
+
+/**
+ * The bounds of lastgood.yaml (README, docs/security.md). The config is modelled with its lines
+ * (the `yaml` library's Document, for errors that name the line), which costs about 1 KB a node:
+ * a flow list of one-character scalars is the most nodes per byte, and 1 MiB of it would need
+ * about 500 MB, past the controller's heap. Nodes are counted before parsing, as the separators
+ * that can start one (`,` `:` `-` `[` `{` and line breaks: at least one per node); a config of
+ * thousands of targets has a few tens of thousands.
+ */
+export const CONFIG_BOUNDS = { maxBytes: 1 << 20, maxSeparators: 200_000 } as const;
+
+const tooLarge = (file: string) => new ConfigError(`the config is larger than ${CONFIG_BOUNDS.maxBytes >> 20} MiB, the most lastgood reads as lastgood.yaml`, { file });
+
+/** The line where the text's separators pass the bound, or undefined within it. */
+function lineBeyondSeparators(text: string): number | undefined {
+  const separator = /[,:\-[{\n]/g;
+  let count = 0;
+  while (separator.exec(text)) {
+    if (++count > CONFIG_BOUNDS.maxSeparators) {
+      const at = separator.lastIndex;
+      let line = 1;
+      for (let i = text.indexOf('\n'); i >= 0 && i < at - 1; i = text.indexOf('\n', i + 1)) line++;
+      return line;
+    }
+  }
+  return undefined;
 }
 
 /** How many alias expansions a config may need: a real config has a few anchors, a bomb has millions. */
@@ -24,6 +53,10 @@ export function validSummary(file: string, config: Pick<Config, 'targets'>): str
 }
 
 export function parseConfig(text: string, file: string): Config {
+  // a string's length counts UTF-16 units: at most the bytes of its UTF-8 form
+  if (text.length > CONFIG_BOUNDS.maxBytes && Buffer.byteLength(text) > CONFIG_BOUNDS.maxBytes) throw tooLarge(file);
+  const beyond = lineBeyondSeparators(text);
+  if (beyond !== undefined) throw new ConfigError(`more than ${CONFIG_BOUNDS.maxSeparators.toLocaleString('en')} YAML nodes by here (counted as the separators that start one: , : - [ { and line breaks), the most lastgood models in a config`, { file, line: beyond });
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter });
   const yamlError = doc.errors[0];

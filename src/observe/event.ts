@@ -17,7 +17,7 @@
  * it is read (src/scrub.ts). Event times are strict ISO 8601 with a zone (Flagger: Unix
  * milliseconds); an unparseable one is bad input, and one ahead of the clock is refused.
  */
-import { readFile } from 'node:fs/promises';
+import { readTextWithin } from '../read-within.ts';
 import type { z } from 'zod';
 import type { Config } from '../config/schema.ts';
 import { InputError } from '../errors.ts';
@@ -45,14 +45,18 @@ export interface ParsedEvent {
   alerts: AlertPayload[];
 }
 
+/** The most an event payload may hold (README, docs/security.md): read no further. */
+export const MAX_EVENT_BYTES = 8 << 20;
+
 /** Reads and parses an event payload file; `now` (default: the clock) refuses times ahead of it. */
 export async function readEvent(file: string, opts: { now?: Date } = {}): Promise<ParsedEvent> {
-  let text: string;
+  let text: string | undefined;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readTextWithin(file, MAX_EVENT_BYTES);
   } catch (error) {
     throw new InputError(`cannot read the event payload: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
   }
+  if (text === undefined) throw new InputError(`the event payload is larger than ${MAX_EVENT_BYTES >> 20} MiB, the most lastgood reads as one (an Alertmanager group of thousands of alerts is a few MiB)`, { file });
   let data: unknown;
   try {
     data = JSON.parse(text);

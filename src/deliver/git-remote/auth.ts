@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, registerSecret } from '../../errors.ts';
+import { MAX_SECRET_FILE_BYTES, readTextWithinSync } from '../../read-within.ts';
 
 /**
  * Credentials for a git host over HTTPS, from the environment or from files (a mounted Kubernetes
@@ -65,12 +65,14 @@ function fromEnv(name: string, field: string, where: Where): { value: string; so
 
 function fromFile(file: string, field: string, where: Where): { value: string; source: string } {
   const full = path.resolve(where.relativeTo, file);
-  let value: string;
+  let text: string | undefined;
   try {
-    value = readFileSync(full, 'utf8').trim();
+    text = readTextWithinSync(full, MAX_SECRET_FILE_BYTES);
   } catch (error) {
     throw new ConfigError(`repo.auth.${field}: cannot read ${full} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { ...(where.configFile ? { file: where.configFile } : {}), cause: error });
   }
+  if (text === undefined) throw new ConfigError(`repo.auth.${field}: ${full} holds more than ${MAX_SECRET_FILE_BYTES >> 10} KiB, the most lastgood reads as a credential (is it the right file?)`, where.configFile ? { file: where.configFile } : {});
+  const value = text.trim();
   if (!value) throw new ConfigError(`repo.auth.${field}: ${full} is empty`, where.configFile ? { file: where.configFile } : {});
   return { value, source: `file ${full}` };
 }

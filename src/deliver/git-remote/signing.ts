@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { ConfigError } from '../../errors.ts';
+import { MAX_SECRET_FILE_BYTES, readTextWithinSync } from '../../read-within.ts';
 import type { Person } from '../../repo/types.ts';
 
 /**
@@ -130,12 +131,14 @@ export function sshSignature(key: SshKey, payload: string): string {
 /** The signer repo.signing describes; the key is read once, now, so a bad key fails at start. */
 export function loadSigner(cfg: SigningConfig, where: { relativeTo: string; configFile?: string }): CommitSigner {
   const file = path.resolve(where.relativeTo, cfg.keyFile);
-  let text: string;
+  let read: string | undefined;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    read = readTextWithinSync(file, MAX_SECRET_FILE_BYTES);
   } catch (error) {
     throw new ConfigError(`repo.signing.keyFile: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { ...(where.configFile ? { file: where.configFile } : {}), cause: error });
   }
+  if (read === undefined) throw new ConfigError(`repo.signing.keyFile: ${file} holds more than ${MAX_SECRET_FILE_BYTES >> 10} KiB, the most lastgood reads as a key (is it the right file?)`, where.configFile ? { file: where.configFile } : {});
+  const text = read;
   const key = readSshKey(text, file);
   return {
     async sign(c) {

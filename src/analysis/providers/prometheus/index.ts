@@ -11,10 +11,10 @@
  * - anything else (connection refused, a timeout, 5xx, 429, 401/403, an answer that is not
  *   Prometheus'): RemoteError('prometheus'), after one more try for a network error or a 5xx.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, RemoteError, registerSecret } from '../../../errors.ts';
+import { MAX_SECRET_FILE_BYTES, readTextWithinSync } from '../../../read-within.ts';
 import { parseGoFloat } from '../../expr.ts';
 import type { MetricValue } from '../../types.ts';
 import { QueryRejected, type MetricProvider, type ProviderContext, type ProviderSettings } from '../types.ts';
@@ -48,11 +48,14 @@ function secret(settings: ProviderSettings['auth'], field: 'token' | 'username' 
     return v;
   }
   if (file) {
+    let text: string | undefined;
     try {
-      return readFileSync(path.resolve(ctx.relativeTo, file), 'utf8').trim();
+      text = readTextWithinSync(path.resolve(ctx.relativeTo, file), MAX_SECRET_FILE_BYTES);
     } catch (error) {
       throw new ConfigError(`analysis.prometheus.auth.${field}File: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
     }
+    if (text === undefined) throw new ConfigError(`analysis.prometheus.auth.${field}File: ${file} holds more than ${MAX_SECRET_FILE_BYTES >> 10} KiB, the most lastgood reads as a credential (is it the right file?)`);
+    return text.trim();
   }
   return field === 'username' ? settings?.username : undefined;
 }
