@@ -188,6 +188,30 @@ test('dry run: the diff is a patch git applies, to the revert\'s tree, also wher
   t.is(git(s.repo, 'write-tree', `--prefix=${TARGET_PATH}`), git(s.repo, 'rev-parse', `${s.c2}:${TARGET_PATH}`));
 });
 
+test('a shallow clone (actions/checkout\'s default) or a partial clone lacking the history: bad input that says so, nothing written', async (t) => {
+  const s = scenario();
+  const snap = failedSnapshot(s);
+  const cloned = (name: string, ...args: string[]) => {
+    const at = path.join(s.dir, name);
+    git(s.dir, 'clone', '-q', ...args, `file://${s.repo}`, at);
+    return { at, config: writeFile(s.dir, `${name}.yaml`, readFileSync(s.config, 'utf8').replace(`url: ${s.repo}`, `url: ${at}`)) };
+  };
+  const shallow = cloned('shallow', '--depth', '1');
+  const before = fingerprint(shallow.at);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', shallow.config, '--snapshot', snap, '--json']);
+  t.is(r.code, 2, r.stderr);
+  const error = (JSON.parse(r.stdout) as { targets: Array<{ error: { code: number; message: string } }> }).targets[0]!.error;
+  t.is(error.code, 2);
+  t.regex(error.message, new RegExp(`^${shallow.at}: the repository is a shallow clone \\(git clone --depth; actions/checkout's default, fetch-depth: 1\\): commit [0-9a-f]{40} and the history below it are not in it\\. Clone it whole \\(fetch-depth: 0\\), or give repo\\.url the repository's URL`));
+  t.is(fingerprint(shallow.at), before);
+
+  git(s.repo, 'config', 'uploadpack.allowFilter', 'true');
+  const partial = cloned('partial', '--filter=blob:none');
+  const p = await lastgoodEngine(['run', ...NOW, '--config', partial.config, '--snapshot', snap, '--json']);
+  t.is(p.code, 2, p.stderr);
+  t.regex((JSON.parse(p.stdout) as { targets: Array<{ error: { message: string } }> }).targets[0]!.error.message, /: the repository is a partial clone \(git clone --filter\): object [0-9a-f]{40} was left out of it/);
+});
+
 test('bare repository: the branch moves, nothing else', async (t) => {
   const s = scenario({ bare: true });
   const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);

@@ -96,7 +96,7 @@ const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:\/\//i.test(s);
 registerBackend({
   kind: 'local',
   matches: (location) => !isUrl(location) || location.startsWith('file://'),
-  open: async (location, opts) => new LocalRepo(path.resolve(opts.relativeTo, location.replace(/^file:\/\//, ''))),
+  open: async (location, opts) => new LocalRepo(path.resolve(opts.relativeTo, location.replace(/^file:\/\//, '')), { explainMissing: true }),
 });
 
 registerBackend({

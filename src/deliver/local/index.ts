@@ -76,10 +76,15 @@ export class LocalRepo implements RepoBackend {
   /** branch heads whose working copy was found consistent (see refuseHalfUpdatedWorkingCopy) */
   private readonly consistentHeads = new Set<string>();
 
-  constructor(repoPath: string) {
+  /**
+   * `explainMissing`: an object the repository lacks is bad input that says what the repository is
+   * (a person's clone: shallow, partial, damaged); without it, the MissingObjectError a mirror that
+   * fetches what it lacks (git-remote/remote-repo.ts) catches.
+   */
+  constructor(repoPath: string, opts: { explainMissing?: boolean } = {}) {
     this.layout = findLayout(repoPath);
     this.description = repoPath;
-    this.objects = new ObjectStore(this.layout.gitdir);
+    this.objects = new ObjectStore(this.layout.gitdir, opts.explainMissing ? (oid) => missingObject(this.layout.gitdir, repoPath, oid) : undefined);
   }
 
   private get base() {
@@ -668,5 +673,28 @@ function pruneEmptyDirs(root: string, dir: string): void {
 }
 
 export async function openLocalRepo(repoPath: string): Promise<LocalRepo> {
-  return new LocalRepo(repoPath);
+  return new LocalRepo(repoPath, { explainMissing: true });
+}
+
+/**
+ * An object a person's repository lacks, said as what the repository is: a shallow clone (what
+ * actions/checkout makes by default, fetch-depth: 1), a partial clone (--filter), or one damaged.
+ * Read without the object, the run would end in "internal error".
+ */
+function missingObject(gitdir: string, repoPath: string, oid: string): InputError {
+  const fix = 'or give repo.url the repository\'s URL (lastgood then fetches what it needs)';
+  if (fs.existsSync(path.join(gitdir, 'shallow'))) {
+    return new InputError(`the repository is a shallow clone (git clone --depth; actions/checkout's default, fetch-depth: 1): commit ${oid} and the history below it are not in it. Clone it whole (fetch-depth: 0), ${fix}`, { file: repoPath });
+  }
+  let config = '';
+  try {
+    config = fs.readFileSync(path.join(gitdir, 'config'), 'utf8');
+  } catch {
+    // no config: not a partial clone
+  }
+  // git's partial clone marks its remote (remote.<name>.promisor) or the repository (extensions.partialclone)
+  if (/^\s*(promisor\s*=\s*true|partialclone\s*=)/im.test(config)) {
+    return new InputError(`the repository is a partial clone (git clone --filter): object ${oid} was left out of it, and lastgood reads objects from the disk only. Clone it without --filter, ${fix}`, { file: repoPath });
+  }
+  return new InputError(`object ${oid} is missing from the repository (damaged, or removed by hand); \`git fsck\` says what else is`, { file: repoPath });
 }

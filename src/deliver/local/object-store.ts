@@ -139,7 +139,11 @@ export class ObjectStore {
   private packs: Pack[] | undefined;
   private readonly bases = new ByteLru<GitObject>(BASE_CACHE_BYTES);
 
-  constructor(gitdir: string) {
+  /** `missing`: the error for an object the database lacks (default MissingObjectError, which the git backend's mirror fetches) */
+  private readonly missing: (oid: string) => Error;
+
+  constructor(gitdir: string, missing: (oid: string) => Error = (oid) => new MissingObjectError(oid)) {
+    this.missing = missing;
     const own = path.join(gitdir, 'objects');
     this.objectDirs = [own, ...alternates(own)];
   }
@@ -153,10 +157,10 @@ export class ObjectStore {
     return this.locate(oid) !== undefined || this.loosePath(oid) !== undefined;
   }
 
-  /** The object, or a MissingObjectError. */
+  /** The object, or the `missing` error. */
   read(oid: string): GitObject {
     const found = this.tryRead(oid);
-    if (!found) throw new MissingObjectError(oid);
+    if (!found) throw this.missing(oid);
     return found;
   }
 
