@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { terminalLines, terminalText } from './revert/markup.ts';
+import { errorText, terminalText } from './revert/markup.ts';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
@@ -96,7 +96,8 @@ async function print(report: Report, json: boolean, showDiff = false, jsonFile?:
   const tty = terminalStyle(process.stdout, process.env);
   process.stdout.write(json ? reportJson(report) : formatReport(report, { showDiff, ...(tty ? { tty } : {}) }));
   // a target's error is in the report; stderr says it too, as for errors that stop the whole run
-  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${terminalLines(redact(t.error.message))}\n`);
+  // one line each: a line break in the message (a file name, a status) is written as \n, never a line a reader takes as lastgood's
+  for (const t of report.targets) if (t.error) process.stderr.write(`lastgood: ${t.name}: ${errorText(redact(t.error.message))}\n`);
   exitCode = (await engine()).exitCodeFor(report);
   // --json-file: the JSON document for a machine (a CI artifact), the text above for the person reading the log.
   // Written last: when it fails (checked writable before the run; a disk can still fill), the report was printed
@@ -504,8 +505,9 @@ try {
     process.exitCode = error.exitCode === 0 ? 0 : 2;
   } else if (error instanceof LastgoodError) {
     // already redacted; bounded too: an error may quote outside text
-    // repository and cluster text in a message (a file name, a status) shows its control characters written out
-    process.stderr.write(`lastgood: ${terminalLines(scrubText(error.message, { maxBytes: 16_384 }))}\n`);
+    // repository and cluster text in a message (a file name, a status) shows its control characters written out,
+    // line breaks too: the message is one line (but a git server's `remote:` lines, revert/markup.ts errorText)
+    process.stderr.write(`lastgood: ${errorText(scrubText(error.message, { maxBytes: 16_384 }))}\n`);
     process.exitCode = error.exitCode;
   } else {
     process.stderr.write(`lastgood: internal error: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}\n`);

@@ -16,7 +16,7 @@ import { openBitbucketDataCenter } from '../src/deliver/bitbucket/data-center.ts
 import { openAzureDevOps } from '../src/deliver/azure-devops/index.ts';
 import type { HostCoordinates } from '../src/deliver/providers.ts';
 import { carriesMarker, markedAsOurs, requestMarker } from '../src/deliver/marker.ts';
-import { codeBlock, codeSpan, diffStatLines, GITHUB_FLAVORED, PORTABLE_MARKDOWN, PYTHON_MARKDOWN, terminalJson, terminalText, type MarkdownDialect } from '../src/revert/markup.ts';
+import { codeBlock, codeSpan, diffStatLines, errorText, GITHUB_FLAVORED, PORTABLE_MARKDOWN, PYTHON_MARKDOWN, terminalJson, terminalText, type MarkdownDialect } from '../src/revert/markup.ts';
 import { formatReport } from '../src/report/text.ts';
 import { slackMessage } from '../src/report/notify.ts';
 import { formatLogMarkdown, formatLogText } from '../src/audit/format.ts';
@@ -156,6 +156,12 @@ test('codeBlock: any text renders as exactly one <pre><code> holding it (line fe
   t.regex(codeBlock('a\n````\nb'), /^`{5}\na\n`{4}\nb\n`{5}$/, 'the fence is longer than any backtick run inside');
   t.is(md.render(`${codeBlock('x', 'diff')}\n\nafter`), '<pre><code class="language-diff">x\n</code></pre>\n<p>after</p>\n');
   t.throws(() => codeBlock('x', 'a`b'));
+});
+
+test('errorText (stderr): one line, but a git server\'s own `remote:` lines; no quoted text starts a line of lastgood\'s', (t) => {
+  t.is(errorText('a\nlastgood: forged\nremote: hook said\x1b[2J\nremote: see x\nafter'), 'a\\nlastgood: forged\nremote: hook said\\x1b[2J\nremote: see x\\nafter');
+  // for every text: each line but the first is a server's `remote:` line
+  fc.assert(fc.property(anyText, (s) => errorText(s).split('\n').slice(1).every((l) => l.startsWith('remote: ')) && !/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/.test(errorText(s))));
 });
 
 test('terminalText: control characters written out, so the text stays on its line', (t) => {

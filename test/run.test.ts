@@ -1,5 +1,5 @@
 import test from 'ava';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { lastgood } from './support/cli.ts';
 import { lastgoodEngine } from './support/engine-run.ts';
@@ -210,6 +210,18 @@ test('a shallow clone (actions/checkout\'s default) or a partial clone lacking t
   const p = await lastgoodEngine(['run', ...NOW, '--config', partial.config, '--snapshot', snap, '--json']);
   t.is(p.code, 2, p.stderr);
   t.regex((JSON.parse(p.stdout) as { targets: Array<{ error: { message: string } }> }).targets[0]!.error.message, /: the repository is a partial clone \(git clone --filter\): object [0-9a-f]{40} was left out of it/);
+});
+
+test('stderr: a target\'s error is one line, a file name\'s line break and escape written out (no forged line)', async (t) => {
+  const s = scenario();
+  // an untracked file in the target's paths: the run refuses to write over it and names it
+  writeFileSync(path.join(s.repo, TARGET_PATH, 'a\x1b[2J\npodinfo-prod: reverted, all good'), 'x\n');
+  const r = await lastgood(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s)]);
+  t.is(r.code, 2, r.stderr);
+  const lines = r.stderr.trimEnd().split('\n');
+  t.is(lines.length, 1, r.stderr);
+  t.true(lines[0]!.startsWith('lastgood: podinfo-prod: '), r.stderr);
+  t.true(lines[0]!.includes('a\\x1b[2J\\npodinfo-prod: reverted, all good'), r.stderr);
 });
 
 test('bare repository: the branch moves, nothing else', async (t) => {

@@ -205,6 +205,18 @@ export function terminalText(text: string): string {
   });
 }
 
+/**
+ * An error message for stderr, where every line must be lastgood's: one line, its control
+ * characters written out (terminalText), a line break as `\n` too. The one exception is what a git
+ * server said, which lastgood writes as git does, a line each marked `remote: `
+ * (deliver/git-remote/remote-repo.ts): a line break before `remote: ` is kept, so no text a message
+ * quotes can start a line that reads as lastgood's.
+ */
+export function errorText(message: string): string {
+  const [first = '', ...rest] = message.split('\n');
+  return rest.reduce((out, line) => `${out}${line.startsWith('remote: ') ? '\n' : '\\n'}${terminalText(line)}`, terminalText(first));
+}
+
 /** Text of many lines on a terminal (a diff): each line as terminalText, the line breaks kept. */
 export function terminalLines(text: string): string {
   return text.split('\n').map(terminalText).join('\n');
