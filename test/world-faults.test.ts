@@ -81,6 +81,33 @@ test('a pack damaged on the wire is fetched again once, and the run goes on; dam
 
 const canUnshare = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'true']).status === 0;
 
+/**
+ * `lastgood ARGS` in a mount namespace of its own, with a private tmpfs of `size` over `folder`
+ * (a full disk for this run only): `before` runs first inside it (to fill it). Its exit code, its
+ * stderr, and the leftovers lastgood's writers would leave (`*.tmp-*`, `tmp_obj_*`) under `folder`.
+ */
+async function onFullDisk(folder: string, size: string, before: string, args: string[], dir: string, after = ''): Promise<{ exit: string; stderr: string; leftovers: string[]; after: string }> {
+  const script = `mount -t tmpfs -o size=${size} tmpfs "$FOLDER" || exit 99
+${before}
+"$NODE" "$BIN" "$@" 1>"$OUT" 2>"$ERR"
+echo "exit=$?"
+find "$FOLDER" -name '*.tmp-*' -o -name 'tmp_obj_*'
+${after ? `${after} > "$AFTER" 2>&1` : ''}`;
+  const r = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+    const child = spawn('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', ...args], {
+      env: { ...process.env, FOLDER: folder, NODE: process.execPath, BIN, OUT: path.join(dir, 'out'), ERR: path.join(dir, 'err'), AFTER: path.join(dir, 'after') },
+    });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.on('close', (code) => resolve({ code, stdout }));
+  });
+  if (r.code !== 0) throw new Error(`the namespace's script failed (${r.code}): ${r.stdout}`);
+  const [exit = '', ...leftovers] = r.stdout.trim().split('\n');
+  return { exit, stderr: readFileSync(path.join(dir, 'err'), 'utf8'), leftovers, after: after ? readFileSync(path.join(dir, 'after'), 'utf8') : '' };
+}
+
+const quoted = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
 test('a full disk under repo.cacheDir: exit 3 naming the folder, and no partial pack file left', async (t) => {
   if (!canUnshare) {
     t.log('unshare --user --mount is not allowed here: no private tmpfs to fill');
@@ -93,26 +120,40 @@ test('a full disk under repo.cacheDir: exit 3 naming the folder, and no partial 
   const cache = tempDir('lastgood-full-');
   const c = configFor(`${server.url}/gitops.git`, `  insecure: true\n  cacheDir: ${cache}\n`);
   const snap = failedSnapshot(c.dir, repo.bad, repo.good);
-  // a private 64 KiB tmpfs over the cache folder, for this run only (a mount namespace): the 300 KB file does not fit
-  const script = `mount -t tmpfs -o size=64k tmpfs "$CACHE" || exit 99
-"$NODE" "$BIN" run ${NOW.join(' ')} --config "$CONFIG" --snapshot "$SNAP" 1>"$OUT" 2>"$ERR"
-echo "exit=$?"
-find "$CACHE" -name '*.tmp-*' -o -name 'tmp_obj_*'`;
-  const r = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-    const child = spawn('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script], {
-      env: { ...process.env, CACHE: cache, NODE: process.execPath, BIN, CONFIG: c.config, SNAP: snap, OUT: path.join(c.dir, 'out'), ERR: path.join(c.dir, 'err') },
-    });
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.on('close', (code) => resolve({ code, stdout }));
-  });
-  t.is(r.code, 0, r.stdout);
-  const stderr = readFileSync(path.join(c.dir, 'err'), 'utf8');
-  const lines = r.stdout.trim().split('\n');
-  t.is(lines[0], 'exit=3', stderr);
-  t.regex(stderr, new RegExp(`cannot write under ${cache.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} \\(repo\\.cacheDir .*\\): no space is left on the device \\(ENOSPC\\)`));
-  t.deepEqual(lines.slice(1), [], 'no partial pack or object file left behind');
-  t.false(/internal error|\n\s+at /.test(stderr), stderr);
+  // 64 KiB: the 300 KB file does not fit
+  const r = await onFullDisk(cache, '64k', '', ['run', ...NOW, '--config', c.config, '--snapshot', snap], c.dir);
+  t.is(r.exit, 'exit=3', r.stderr);
+  t.regex(r.stderr, new RegExp(`cannot write under ${quoted(cache)} \\(repo\\.cacheDir .*\\): no space is left on the device \\(ENOSPC\\)`));
+  t.deepEqual(r.leftovers, [], 'no partial pack or object file left behind');
+  t.false(/internal error|\n\s+at /.test(r.stderr), r.stderr);
+});
+
+test('a full disk under a local repository: the revert and check --record exit 3 naming the folder, no object file left, the branch and notes unmoved', async (t) => {
+  if (!canUnshare) {
+    t.log('unshare --user --mount is not allowed here: no private tmpfs to fill');
+    t.pass();
+    return;
+  }
+  const repo = gitops();
+  const disk = tempDir('lastgood-full-local-');
+  const work = path.join(disk, 'gitops');
+  const c = configFor(work);
+  const snap = failedSnapshot(c.dir, repo.later, repo.good);
+  // the repository copied onto a small tmpfs, which is then filled to the last block
+  const fill = `cp -a "${repo.root}/gitops.git" "${work}" && dd if=/dev/zero of="$FOLDER/fill" bs=1k 2>/dev/null; true`;
+  const refs = `git -C "${work}" for-each-ref --format='%(refname) %(objectname)'`;
+  const r = await onFullDisk(disk, '2m', fill, ['run', ...NOW, '--config', c.config, '--snapshot', snap], c.dir, refs);
+  t.is(r.exit, 'exit=3', r.stderr);
+  t.is(r.after, `refs/heads/main ${repo.later}\n`, 'the branch did not move');
+  t.regex(r.stderr, new RegExp(`^lastgood: podinfo-prod: cannot write under ${quoted(work)} \\(the repository ${quoted(work)}\\): no space is left on the device \\(ENOSPC\\); free some space there, or point it at another volume\\. What was half-written was removed; nothing was written to the repository\\n$`));
+  t.deepEqual(r.leftovers, [], 'no half-written object left behind');
+  const healthy = writeFile(c.dir, 'healthy.yaml', yamlDocs(kustomization({ attempted: `main@sha1:${repo.later}`, applied: `main@sha1:${repo.later}`, ready: 'True', since: '2026-11-01T11:00:00Z' })));
+  const rec = await onFullDisk(disk, '2m', fill, ['check', ...NOW, '--config', c.config, '--snapshot', healthy, '--record'], c.dir, refs);
+  t.is(rec.exit, 'exit=3', rec.stderr);
+  t.is(rec.after, `refs/heads/main ${repo.later}\n`, 'no notes ref');
+  t.regex(rec.stderr, /cannot write under .* \(the notes refs\/notes\/lastgood\): no space is left on the device \(ENOSPC\)/);
+  t.deepEqual(rec.leftovers, []);
+  t.false(/internal error|\n\s+at /.test(r.stderr + rec.stderr), r.stderr + rec.stderr);
 });
 
 test('the controller\'s listen port is taken: exit 3 naming the address and why', async (t) => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import git from 'isomorphic-git';
 import { GitIndexManager } from 'isomorphic-git/managers';
 import { FileSystem } from 'isomorphic-git/models';
-import { InputError, RemoteError, StaleHeadError } from '../../errors.ts';
+import { diskError, InputError, RemoteError, StaleHeadError } from '../../errors.ts';
 import { reviewBranch } from '../branch.ts';
 import type { NotesStore } from '../../history/notes.ts';
 import { openLocalNotes } from './notes.ts';
@@ -285,6 +285,15 @@ export class LocalRepo implements RepoBackend {
   }
 
   async deliver(change: Change, mode: DeliveryMode): Promise<DeliveryResult> {
+    try {
+      return await this.deliverOnDisk(change, mode);
+    } catch (error) {
+      // the machine's disk (full, read-only): said as such, with the folder; what was half-written was removed
+      throw diskError(error, this.layout.gitdir, `the repository ${this.description}`) ?? error;
+    }
+  }
+
+  private async deliverOnDisk(change: Change, mode: DeliveryMode): Promise<DeliveryResult> {
     // the gap between plan and write: another writer may move the branch here, and is then detected below
     await pauseForTest('before-ref-write');
     if (mode === 'pull-request') return this.deliverReviewBranch(change);

@@ -3,6 +3,7 @@ import git from 'isomorphic-git';
 import { formatReceipt, formatRecord, formatRecovery, hasReceipt, hasRecovery, NOTES_REF, parseNote, parseRecoveries, type NotesStore, type RecoveryRecord, type VerifiedRecord } from '../../history/notes.ts';
 import type { Person } from '../../repo/types.ts';
 import { objectWritingFs, readRef, RefLock } from './refs.ts';
+import { diskError } from '../../errors.ts';
 
 /** Verified last-known-good records as git notes in a repository on disk (the local and git-remote backends). */
 
@@ -56,7 +57,16 @@ export function openLocalNotes(opts: LocalNotesOptions): NotesStore {
   }
 
   /** Appends `line` to `commit`'s note under the lock; false when the note already has it (or `present` says so). */
-  async function write(commit: string, line: string, present: (text: string) => boolean = (text) => text.split('\n').some((l) => l.trimEnd() === line)): Promise<boolean> {
+  async function write(commit: string, line: string, present?: (text: string) => boolean): Promise<boolean> {
+    try {
+      return await writeLocked(commit, line, present);
+    } catch (error) {
+      // the machine's disk (full, read-only): said as such, with the folder; the notes ref did not move
+      throw diskError(error, gitdir, `the notes ${NOTES_REF}`) ?? error;
+    }
+  }
+
+  async function writeLocked(commit: string, line: string, present: (text: string) => boolean = (text) => text.split('\n').some((l) => l.trimEnd() === line)): Promise<boolean> {
     const lock = await RefLock.acquire(gitdir, NOTES_REF, { label: 'notes', timeoutMs: opts.lockTimeoutMs ?? 10_000 });
     try {
       const parent = await lock.current();

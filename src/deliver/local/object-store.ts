@@ -537,10 +537,11 @@ export function writeLooseObject(store: ObjectStore, gitdir: string, type: Objec
   const dir = path.join(gitdir, 'objects', oid.slice(0, 2));
   fs.mkdirSync(dir, { recursive: true });
   const tmp = path.join(dir, `tmp_obj_${randomBytes(6).toString('hex')}`);
-  fs.writeFileSync(tmp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`, 'latin1'), content])), { flag: 'wx', mode: 0o444 });
   try {
+    fs.writeFileSync(tmp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`, 'latin1'), content])), { flag: 'wx', mode: 0o444 });
     fs.renameSync(tmp, path.join(dir, oid.slice(2)));
   } catch (error) {
+    // a full disk leaves no half-written object behind (writeFileSync created the file before it failed)
     fs.rmSync(tmp, { force: true });
     throw error;
   }
