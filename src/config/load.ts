@@ -76,12 +76,13 @@ export function parseConfig(text: string, file: string): Config {
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const field = formatPath(issue.path);
-  const line = lineOf(doc, issue.path, lineCounter);
+  // an unknown field is named at its own line, not its mapping's
+  const line = issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined ? lineOf(doc, [...issue.path, issue.keys[0]], lineCounter, { key: true }) : lineOf(doc, issue.path, lineCounter);
   throw new ConfigError(`${field ? `${field}: ` : ''}${describeIssue(issue)}`, { file, line, cause: result.error });
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
   if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return `required field is missing (expected ${issue.expected})`;
   return issue.message;
 }
@@ -116,15 +117,17 @@ export async function configFieldLine(file: string, path: PropertyKey[]): Promis
 }
 
 /** The line of the deepest node that exists along `path` (the parent when the field is missing). */
-function lineOf(doc: Document, path: PropertyKey[], lc: LineCounter): number | undefined {
+/** `key`: the line of the last field's key (an unknown field), not of its value (a value on the next lines). */
+function lineOf(doc: Document, path: PropertyKey[], lc: LineCounter, opts: { key?: boolean } = {}): number | undefined {
   let node: unknown = doc.contents;
   let found: Node | undefined = doc.contents ?? undefined;
-  for (const key of path) {
+  for (const [i, key] of path.entries()) {
     if (isMap(node)) {
       const pair = node.items.find((p) => (p.key as { value?: unknown } | null)?.value === key);
       if (!pair) break;
       found = (pair.key as Node) ?? found;
       node = pair.value;
+      if (opts.key && i === path.length - 1) break;
       if (node && typeof node === 'object' && 'range' in node) found = node as Node;
     } else if (isSeq(node) && typeof key === 'number') {
       node = node.items[key];
