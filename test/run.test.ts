@@ -224,6 +224,18 @@ test('stderr: a target\'s error is one line, a file name\'s line break and escap
   t.true(lines[0]!.includes('a\\x1b[2J\\npodinfo-prod: reverted, all good'), r.stderr);
 });
 
+test('a linked worktree (git worktree add) as the repository: bad input naming the main repository, nothing written', async (t) => {
+  const s = scenario();
+  const wt = path.join(s.dir, 'wt');
+  git(s.repo, 'worktree', 'add', '-q', '-b', 'elsewhere', wt);
+  const config = writeFile(s.dir, 'wt.yaml', readFileSync(s.config, 'utf8').replace(`url: ${s.repo}`, `url: ${wt}`));
+  const before = fingerprint(s.repo);
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', failedSnapshot(s)]);
+  t.is(r.code, 2, r.stdout);
+  t.is(r.stderr, `lastgood: ${wt}: a linked worktree (git worktree add), whose branches live in ${path.join(s.repo, '.git')}: lastgood does not write through a linked worktree; give the main working copy (or ${path.join(s.repo, '.git')} itself, or the repository's URL) as the repository\n`);
+  t.is(fingerprint(s.repo), before);
+});
+
 test('bare repository: the branch moves, nothing else', async (t) => {
   const s = scenario({ bare: true });
   const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);

@@ -33,7 +33,17 @@ export function findLayout(repoPath: string): Layout {
   if (st?.isDirectory()) return { dir: repoPath, gitdir: dotGit };
   if (st?.isFile()) {
     const m = /^gitdir:\s*(.+)$/m.exec(fs.readFileSync(dotGit, 'utf8'));
-    if (m) return { dir: repoPath, gitdir: path.resolve(repoPath, m[1]!.trim()) };
+    if (m) {
+      const gitdir = path.resolve(repoPath, m[1]!.trim());
+      // a linked worktree (git worktree add): its branches, objects and notes are in the main
+      // repository's folder (gitdir/commondir), which isomorphic-git does not follow; read alone,
+      // every branch would be "missing"
+      if (fs.existsSync(path.join(gitdir, 'commondir'))) {
+        const common = path.resolve(gitdir, fs.readFileSync(path.join(gitdir, 'commondir'), 'utf8').trim());
+        throw new InputError(`a linked worktree (git worktree add), whose branches live in ${common}: lastgood does not write through a linked worktree; give the main working copy (or ${common} itself, or the repository's URL) as the repository`, { file: repoPath });
+      }
+      return { dir: repoPath, gitdir };
+    }
   }
   if (fs.existsSync(path.join(repoPath, 'HEAD')) && fs.existsSync(path.join(repoPath, 'objects'))) return { dir: undefined, gitdir: repoPath };
   throw new InputError('not a git repository (no .git folder, and not a bare repository)', { file: repoPath });
