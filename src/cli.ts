@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { errorText, terminalText } from './revert/markup.ts';
+import { errorText, terminalJson, terminalText } from './revert/markup.ts';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
@@ -134,6 +134,13 @@ async function checkJsonFile(file: string | undefined): Promise<void> {
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/**
+ * A JSON document for stdout: JSON.stringify leaves DEL, the C1 controls (U+009B is an 8-bit
+ * terminal escape) and the bidirectional marks as they are; terminalJson writes them as \u
+ * escapes, which parse back to the same value (revert/markup.ts).
+ */
+const jsonText = (value: unknown, indent?: number) => terminalJson(JSON.stringify(value, null, indent));
+
 const program = new Command()
   .name('lastgood')
   .description('Turn a failed promotion in a Kubernetes cluster into a revert in the GitOps config repository.')
@@ -159,7 +166,7 @@ program
       if (h.since) line.since = h.since;
       const revision = h.attempted?.raw ?? h.attempted?.sha ?? h.attempted?.chart ?? h.attempted?.images?.join(',');
       if (revision) line.revision = revision;
-      process.stdout.write(JSON.stringify(line) + '\n');
+      process.stdout.write(jsonText(line) + '\n');
     }
   });
 
@@ -198,7 +205,7 @@ program
     const names = new Set(targets.map((t) => t.name));
     const records = (await store.list()).filter((r) => names.has(r.target));
     if (o.json) {
-      process.stdout.write(JSON.stringify({ targets: targets.map((t) => ({ name: t.name, records: records.filter((r) => r.target === t.name) })) }, null, 2) + '\n');
+      process.stdout.write(jsonText({ targets: targets.map((t) => ({ name: t.name, records: records.filter((r) => r.target === t.name) })) }, 2) + '\n');
       return;
     }
     for (const t of targets) {
@@ -344,7 +351,7 @@ program
     const { fetchTargets } = await import('./controller/status-client.ts');
     const doc = await fetchTargets(o.controller);
     if (o.json) {
-      process.stdout.write(JSON.stringify(doc, null, 2) + '\n');
+      process.stdout.write(jsonText(doc, 2) + '\n');
       return;
     }
     const { formatStatusTable } = await import('./controller/status.ts');

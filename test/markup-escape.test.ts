@@ -17,7 +17,7 @@ import { openAzureDevOps } from '../src/deliver/azure-devops/index.ts';
 import type { HostCoordinates } from '../src/deliver/providers.ts';
 import { carriesMarker, markedAsOurs, requestMarker } from '../src/deliver/marker.ts';
 import { codeBlock, codeSpan, diffStatLines, errorText, GITHUB_FLAVORED, PORTABLE_MARKDOWN, PYTHON_MARKDOWN, terminalJson, terminalText, type MarkdownDialect } from '../src/revert/markup.ts';
-import { formatReport } from '../src/report/text.ts';
+import { formatReport, reportJson } from '../src/report/text.ts';
 import { slackMessage } from '../src/report/notify.ts';
 import { formatLogMarkdown, formatLogText } from '../src/audit/format.ts';
 import type { AuditLog } from '../src/audit/schema.ts';
@@ -326,6 +326,21 @@ test('text report: a file name with an escape sequence and a line break prints e
     t.true(lines.some((l) => l.includes(`x\\x1b[31m\\nnew commit: deadbeef`) && l.includes('| ') && l.includes('(deleted)')), out);
     t.true(lines.some((l) => l.startsWith('  decision: ') && l.includes('reverted\\x1b[2J')));
   }
+});
+
+test('JSON report: the C1 controls and bidirectional marks written as \\u escapes; the same document parsed', (t) => {
+  const message = 'oom\x9b31m\u202ereversed\u2028next';
+  const report: Report = {
+    targets: [{
+      name: TARGET, verdict: 'failed', class: 'promotion', summary: '', action: 'alert', reason: message, bad: [],
+      evidence: [{ apiVersion: 'v1', kind: 'Pod', groupKind: 'Pod', namespace: 'prod', name: 'p', state: 'failed', reason: 'Crash', message }] as Evidence[],
+    }],
+  };
+  const json = reportJson(report);
+  t.false(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(json), json);
+  const parsed = JSON.parse(json) as { targets: Array<{ reason: string; evidence: Array<{ message: string }> }> };
+  t.is(parsed.targets[0]!.reason, message);
+  t.is(parsed.targets[0]!.evidence[0]!.message, message);
 });
 
 test('diffStatLines: a file name\'s line breaks stay inside its line, however the name is made', (t) => {

@@ -1,5 +1,5 @@
 import { redact } from '../scrub.ts';
-import { codeSpan, PORTABLE_MARKDOWN, terminalText } from '../revert/markup.ts';
+import { codeSpan, PORTABLE_MARKDOWN, terminalJson, terminalText } from '../revert/markup.ts';
 import type { AuditLog, AuditWindow, Entry, Holds, RecoveredEntry, RequestEntry, RevertEntry, TargetLog } from './schema.ts';
 import { formatDuration } from '../config/duration.ts';
 
@@ -192,5 +192,5 @@ export function formatLogMarkdown(log: AuditLog): string {
 }
 
 export function formatLogJson(log: AuditLog): string {
-  return redact(JSON.stringify(log, null, 2)) + '\n';
+  return terminalJson(redact(JSON.stringify(log, null, 2))) + '\n';
 }

@@ -1,7 +1,7 @@
 import type { Evidence } from '../decide/types.ts';
 import type { Report, TargetOutcome } from '../engine/types.ts';
 import { redact } from '../scrub.ts';
-import { diffStatLines, terminalLines, terminalText as x } from '../revert/markup.ts';
+import { diffStatLines, terminalJson, terminalLines, terminalText as x } from '../revert/markup.ts';
 
 /**
  * The human report of check/run/revert: what each target's verdict is, why, and what was done.
@@ -96,7 +96,8 @@ function analysisRows(e: Evidence): string[] {
 
 /** The DESIGN.md --json document, scrubbed (redact keeps JSON text valid). */
 export function reportJson(report: Report): string {
-  return redact(JSON.stringify({ targets: report.targets.map(jsonTarget) }, null, 2)) + '\n';
+  // the C1 controls and bidirectional marks as \u escapes, as in every JSON lastgood prints (the same value parsed)
+  return terminalJson(redact(JSON.stringify({ targets: report.targets.map(jsonTarget) }, null, 2))) + '\n';
 }
 
 function jsonTarget(t: TargetOutcome): Record<string, unknown> {

@@ -228,5 +228,6 @@ export function terminalLines(text: string): string {
  * escapes too, which parse back to the same value.
  */
 export function terminalJson(json: string): string {
-  return json.replace(CONTROL, (c) => `\\u${hex(c.codePointAt(0)!, 4)}`);
+  // a raw line break is the indentation's (JSON.stringify escapes every one inside a string)
+  return json.replace(CONTROL, (c) => (c === '\n' ? c : `\\u${hex(c.codePointAt(0)!, 4)}`));
 }
