@@ -35,6 +35,10 @@ test('what cannot be parsed is named with its file and line', (t) => {
   const e = t.throws(() => parseSnapshot('apiVersion: v1\nkind: Service\nmetadata: {name: [x\n', 'broken.yaml'), { instanceOf: InputError });
   t.regex(e!.message, /^broken\.yaml:\d+: cannot parse as YAML or JSON/);
   t.throws(() => parseSnapshot('- 1\n- 2\n', 'list.yaml'), { message: /list\.yaml: document 1 is not a Kubernetes object/ });
+  // an item of a kubectl List is named by its place in it, and a document by its place in the stream
+  const item = (name: string) => `- apiVersion: v1\n  kind: ConfigMap\n  metadata: { ${name} }\n`;
+  t.throws(() => parseSnapshot(`apiVersion: v1\nkind: List\nitems:\n${item('name: a')}${item('name: b')}${item('namespace: x')}`, 'list.yaml'), { message: 'list.yaml: document 1, item 3 of its List is not a Kubernetes object (apiVersion, kind and metadata.name are required)' });
+  t.throws(() => parseSnapshot('apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a }\n---\n---\nkind: ConfigMap\n', 'docs.yaml'), { message: /^docs\.yaml: document 3 is not a Kubernetes object/ });
   t.throws(() => parseSnapshot('kind: Service\n', 'x.yaml'), { message: /apiVersion, kind and metadata\.name are required/ });
 });
 

@@ -207,13 +207,16 @@ const GO_PLACEHOLDER_ALL = new RegExp(GO_PLACEHOLDER.source, 'g');
 function objectsOf(text: string, source: string): Observed[] {
   let docs: unknown[];
   try {
-    docs = loadAll(text, source);
+    // the empty documents too, so that a document is named by its place in the file (`---` counted)
+    docs = loadAllYaml(text, { json: true, maxBytes: MAX_SNAPSHOT_BYTES, where: source });
   } catch (error) {
     rethrowBound(error);
     throw yamlError(error, source);
   }
   const out: Observed[] = [];
-  docs.forEach((doc, index) => collect(doc, source, index, out));
+  docs.forEach((doc, index) => {
+    if (doc !== null && doc !== undefined) collect(doc, source, index, out);
+  });
   return out;
 }
 
@@ -229,10 +232,11 @@ function yamlError(error: unknown, source: string): InputError {
 
 function collect(doc: unknown, source: string, index: number, out: Observed[]): void {
   if (isList(doc)) {
-    for (const item of doc.items) collect(item, source, index, out);
+    // an item is named by its place in the List: a kubectl List is one document of thousands of objects
+    doc.items.forEach((item, i) => out.push({ object: admitted(item, source, `document ${index + 1}, item ${i + 1} of its ${doc.kind}`, true), source }));
     return;
   }
-  out.push({ object: admitted(doc, source, index, true), source });
+  out.push({ object: admitted(doc, source, `document ${index + 1}`, true), source });
 }
 
 function isList(doc: unknown): doc is { kind: string; items: unknown[] } {
@@ -247,20 +251,20 @@ function isList(doc: unknown): doc is { kind: string; items: unknown[] } {
  * parse, which scrubs it (SnapshotObject). Scrubbing changes no type, and no status time from one
  * that parses to one that does not.
  */
-function admitted(doc: unknown, source: string, index: number, scrub: boolean): KubeObject {
+function admitted(doc: unknown, source: string, where: string, scrub: boolean): KubeObject {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new InputError(`document ${index + 1} is not a Kubernetes object`, { file: source });
+    throw new InputError(`${where} is not a Kubernetes object`, { file: source });
   }
   const o = doc as Record<string, unknown>;
   const metadata = o.metadata as Record<string, unknown> | undefined;
   if (typeof o.apiVersion !== 'string' || typeof o.kind !== 'string' || typeof metadata?.name !== 'string') {
-    throw new InputError(`document ${index + 1} is not a Kubernetes object (apiVersion, kind and metadata.name are required)`, { file: source });
+    throw new InputError(`${where} is not a Kubernetes object (apiVersion, kind and metadata.name are required)`, { file: source });
   }
   if (metadata.namespace !== undefined && typeof metadata.namespace !== 'string') {
-    throw new InputError(`document ${index + 1}: metadata.namespace is not a string`, { file: source });
+    throw new InputError(`${where}: metadata.namespace is not a string`, { file: source });
   }
   const object = (scrub ? scrubDeep(o) : o) as unknown as KubeObject;
-  checkStatusTimes(object, source, `document ${index + 1} (${object.kind} ${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${object.metadata.name})`);
+  checkStatusTimes(object, source, `${where} (${object.kind} ${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${object.metadata.name})`);
   return object;
 }
 
@@ -308,7 +312,7 @@ class SplitReader implements SplitEvents {
 
   #add(doc: unknown, range: Range, item: boolean): void {
     if (isList(doc)) return collect(doc, this.#source, 0, this.#out);
-    const object = admitted(doc, this.#source, 0, false);
+    const object = admitted(doc, this.#source, 'document 1', false);
     this.#out.push(new SnapshotObject(this.#text, range.start, range.end, item, this.#source, this.#names.id(object)));
   }
 }
@@ -377,7 +381,7 @@ class SnapshotObject implements Observed {
       if (error instanceof InputError) throw error;
       throw new InputError(`${this.#what()} could not be read again: the file changed while lastgood read it`, { file: this.source, cause: error });
     }
-    const object = isList(doc) ? undefined : admitted(doc, this.source, 0, true);
+    const object = isList(doc) ? undefined : admitted(doc, this.source, 'document 1', true);
     const m = object?.metadata;
     if (!object || object.apiVersion !== this.id.apiVersion || object.kind !== this.id.kind || m!.name !== this.id.name || m!.namespace !== this.id.namespace) {
       throw new InputError(`${this.#what()} is no longer there: the file changed while lastgood read it`, { file: this.source });
