@@ -236,6 +236,16 @@ test('a linked worktree (git worktree add) as the repository: bad input naming t
   t.is(fingerprint(s.repo), before);
 });
 
+test('a SHA-256 repository: bad input that says so, not "a broken ref"', async (t) => {
+  const s = scenario();
+  const repo = path.join(s.dir, 'sha256');
+  git(s.dir, 'init', '-q', '--object-format=sha256', '-b', 'main', repo);
+  const config = writeFile(s.dir, 'sha256.yaml', readFileSync(s.config, 'utf8').replace(`url: ${s.repo}`, `url: ${repo}`));
+  const r = await lastgoodEngine(['run', ...NOW, '--config', config, '--snapshot', failedSnapshot(s)]);
+  t.is(r.code, 2, r.stdout);
+  t.is(r.stderr, `lastgood: ${repo}: a SHA-256 repository (extensions.objectFormat = sha256): lastgood reads repositories of SHA-1 object names only, as most git hosts serve them; nothing was written\n`);
+});
+
 test('bare repository: the branch moves, nothing else', async (t) => {
   const s = scenario({ bare: true });
   const r = await lastgoodEngine(['run', ...NOW, '--config', s.config, '--snapshot', failedSnapshot(s), '--json']);

@@ -93,6 +93,7 @@ export class LocalRepo implements RepoBackend {
    */
   constructor(repoPath: string, opts: { explainMissing?: boolean } = {}) {
     this.layout = findLayout(repoPath);
+    refuseSha256(this.layout.gitdir, repoPath);
     this.description = repoPath;
     this.objects = new ObjectStore(this.layout.gitdir, opts.explainMissing ? (oid) => missingObject(this.layout.gitdir, repoPath, oid) : undefined);
   }
@@ -693,6 +694,23 @@ function pruneEmptyDirs(root: string, dir: string): void {
 
 export async function openLocalRepo(repoPath: string): Promise<LocalRepo> {
   return new LocalRepo(repoPath, { explainMissing: true });
+}
+
+/**
+ * A repository of SHA-256 object names (`git init --object-format=sha256`, extensions.objectFormat):
+ * isomorphic-git and lastgood's object reader know SHA-1 names only, and without this its 64-hex
+ * refs read as "broken refs".
+ */
+function refuseSha256(gitdir: string, repoPath: string): void {
+  let config = '';
+  try {
+    config = fs.readFileSync(path.join(gitdir, 'config'), 'utf8');
+  } catch {
+    return; // no config: git's defaults (SHA-1)
+  }
+  if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(config)) {
+    throw new InputError('a SHA-256 repository (extensions.objectFormat = sha256): lastgood reads repositories of SHA-1 object names only, as most git hosts serve them; nothing was written', { file: repoPath });
+  }
 }
 
 /**
