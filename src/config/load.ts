@@ -9,7 +9,7 @@ import { ConfigSchema, type Config } from './schema.ts';
 export async function loadConfig(file: string): Promise<Config> {
   let text: string | undefined;
   try {
-    text = await readTextWithin(file, CONFIG_BOUNDS.maxBytes);
+    text = readTextWithin(file, CONFIG_BOUNDS.maxBytes);
   } catch (error) {
     throw new ConfigError(`cannot read the config: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
   }

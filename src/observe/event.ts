@@ -52,7 +52,7 @@ export const MAX_EVENT_BYTES = 8 << 20;
 export async function readEvent(file: string, opts: { now?: Date } = {}): Promise<ParsedEvent> {
   let text: string | undefined;
   try {
-    text = await readTextWithin(file, MAX_EVENT_BYTES);
+    text = readTextWithin(file, MAX_EVENT_BYTES);
   } catch (error) {
     throw new InputError(`cannot read the event payload: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
   }

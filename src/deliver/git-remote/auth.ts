@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { ConfigError, registerSecret } from '../../errors.ts';
-import { MAX_SECRET_FILE_BYTES, readTextWithinSync } from '../../read-within.ts';
+import { MAX_SECRET_FILE_BYTES, readTextWithin } from '../../read-within.ts';
 
 /**
  * Credentials for a git host over HTTPS, from the environment or from files (a mounted Kubernetes
@@ -67,7 +67,7 @@ function fromFile(file: string, field: string, where: Where): { value: string; s
   const full = path.resolve(where.relativeTo, file);
   let text: string | undefined;
   try {
-    text = readTextWithinSync(full, MAX_SECRET_FILE_BYTES);
+    text = readTextWithin(full, MAX_SECRET_FILE_BYTES);
   } catch (error) {
     throw new ConfigError(`repo.auth.${field}: cannot read ${full} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { ...(where.configFile ? { file: where.configFile } : {}), cause: error });
   }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import git from 'isomorphic-git';
 import { ConfigError } from '../../errors.ts';
-import { MAX_SECRET_FILE_BYTES, readTextWithinSync } from '../../read-within.ts';
+import { MAX_SECRET_FILE_BYTES, readTextWithin } from '../../read-within.ts';
 import type { Person } from '../../repo/types.ts';
 
 /**
@@ -133,7 +133,7 @@ export function loadSigner(cfg: SigningConfig, where: { relativeTo: string; conf
   const file = path.resolve(where.relativeTo, cfg.keyFile);
   let read: string | undefined;
   try {
-    read = readTextWithinSync(file, MAX_SECRET_FILE_BYTES);
+    read = readTextWithin(file, MAX_SECRET_FILE_BYTES);
   } catch (error) {
     throw new ConfigError(`repo.signing.keyFile: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { ...(where.configFile ? { file: where.configFile } : {}), cause: error });
   }

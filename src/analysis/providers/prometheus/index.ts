@@ -14,7 +14,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, RemoteError, registerSecret } from '../../../errors.ts';
-import { MAX_SECRET_FILE_BYTES, readTextWithinSync } from '../../../read-within.ts';
+import { MAX_SECRET_FILE_BYTES, readTextWithin } from '../../../read-within.ts';
 import { parseGoFloat } from '../../expr.ts';
 import type { MetricValue } from '../../types.ts';
 import { QueryRejected, type MetricProvider, type ProviderContext, type ProviderSettings } from '../types.ts';
@@ -50,7 +50,7 @@ function secret(settings: ProviderSettings['auth'], field: 'token' | 'username' 
   if (file) {
     let text: string | undefined;
     try {
-      text = readTextWithinSync(path.resolve(ctx.relativeTo, file), MAX_SECRET_FILE_BYTES);
+      text = readTextWithin(path.resolve(ctx.relativeTo, file), MAX_SECRET_FILE_BYTES);
     } catch (error) {
       throw new ConfigError(`analysis.prometheus.auth.${field}File: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
     }
