@@ -184,10 +184,10 @@ test('an event time that does not parse, or lies ahead of the clock, is bad inpu
   const a = writeFile(dir, 'alert.json', JSON.stringify(alert));
   await t.throwsAsync(readEvent(a, { now }), { instanceOf: InputError, message: /alert\.json: (client_payload\.)?alerts\[0\]\.startsAt "yesterday" is not a valid time/ });
 
-  // the bound (8 MiB): /dev/zero and a padded payload are refused, read no further
-  const over = `the event payload is larger than 8 MiB, the most lastgood reads as one (an Alertmanager group of thousands of alerts is a few MiB)`;
+  // the bound (32 MiB): /dev/zero and a padded payload are refused, read no further
+  const over = `the event payload is larger than 32 MiB, the most lastgood reads as one (GitHub delivers no webhook payload over 25 MB)`;
   await t.throwsAsync(readEvent('/dev/zero', { now }), { instanceOf: InputError, message: `/dev/zero: ${over}` });
-  const padded = writeFile(dir, 'padded.json', JSON.stringify({ ...fluxEvent('2026-11-22T03:19:00Z'), pad: 'x'.repeat(8 << 20) }));
+  const padded = writeFile(dir, 'padded.json', JSON.stringify({ ...fluxEvent('2026-11-22T03:19:00Z'), pad: 'x'.repeat(32 << 20) }));
   await t.throwsAsync(readEvent(padded, { now }), { instanceOf: InputError, message: `${padded}: ${over}` });
 });
 

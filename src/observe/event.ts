@@ -45,8 +45,11 @@ export interface ParsedEvent {
   alerts: AlertPayload[];
 }
 
-/** The most an event payload may hold (README, docs/security.md): read no further. */
-export const MAX_EVENT_BYTES = 8 << 20;
+/**
+ * The most an event payload may hold (README, docs/security.md): read no further. Above GitHub's
+ * own cap on a webhook's payload (25 MB: it delivers none larger), so any event GitHub delivers is read.
+ */
+export const MAX_EVENT_BYTES = 32 << 20;
 
 /** Reads and parses an event payload file; `now` (default: the clock) refuses times ahead of it. */
 export async function readEvent(file: string, opts: { now?: Date } = {}): Promise<ParsedEvent> {
@@ -56,7 +59,7 @@ export async function readEvent(file: string, opts: { now?: Date } = {}): Promis
   } catch (error) {
     throw new InputError(`cannot read the event payload: ${(error as NodeJS.ErrnoException).code ?? error}`, { file, cause: error });
   }
-  if (text === undefined) throw new InputError(`the event payload is larger than ${MAX_EVENT_BYTES >> 20} MiB, the most lastgood reads as one (an Alertmanager group of thousands of alerts is a few MiB)`, { file });
+  if (text === undefined) throw new InputError(`the event payload is larger than ${MAX_EVENT_BYTES >> 20} MiB, the most lastgood reads as one (GitHub delivers no webhook payload over 25 MB)`, { file });
   let data: unknown;
   try {
     data = JSON.parse(text);
