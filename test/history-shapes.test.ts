@@ -222,6 +222,29 @@ test('a bad change in a shared kustomize base outside the target\'s paths: refus
   t.true(o.refused!.includes(bad.slice(0, 12)));
 });
 
+test('another target\'s lastgood revert in the range is a commit like any other: not this target\'s "revert that failed", nor the bound below its bad release', async (t) => {
+  const h = new History();
+  h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), 'apps/frontend/deploy.yaml': 'image: ghcr.io/acme/frontend:1.0\n' }, 'initial');
+  const applied = h.commit({ 'README.md': 'x\n' }, 'docs');
+  const frontend = h.commit({ 'apps/frontend/deploy.yaml': 'image: ghcr.io/acme/frontend:2.0\n' }, 'frontend 2.0');
+  const bad = h.commit({ [`${APP}deploy.yaml`]: deploy('7.0.0') }, 'podinfo 7.0.0');
+  // lastgood's revert of the other target (one Kustomization holds both), which Flux then attempts
+  const other = h.commit({ 'apps/frontend/deploy.yaml': 'image: ghcr.io/acme/frontend:1.0\n' }, `lastgood: revert frontend-prod to ${applied.slice(0, 12)}\n\nLastgood-Target: frontend-prod\nLastgood-Reverts: ${frontend}\nLastgood-Restores: ${applied}\n`);
+  const o = await everyBackend(t, h, [APP], failedFlux(other, applied));
+  t.falsy(o.refused, o.refused);
+  t.deepEqual(o.located!.bad.map((c) => c.oid), [bad]);
+  t.is(o.located!.lastKnownGood, applied);
+  t.is(o.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'));
+  // a podinfo change pushed after it ships in the same sync: both are reverted together, down to the applied revision
+  const debug = '          env:\n            - { name: LOG_LEVEL, value: debug }\n';
+  const later = h.commit({ [`${APP}deploy.yaml`]: deploy('7.0.0', debug) }, 'podinfo: debug logs');
+  const o2 = await everyBackend(t, h, [APP], failedFlux(later, applied));
+  t.falsy(o2.refused, o2.refused);
+  t.deepEqual(o2.located!.bad.map((c) => c.oid), [later, bad]);
+  t.is(o2.located!.lastKnownGood, applied);
+  t.is(o2.after!.get(`${APP}deploy.yaml`)!.toString(), deploy('6.0.0'), 'the failing release is undone, not only the commit after the other target\'s revert');
+});
+
 test('one commit changes two targets: each target\'s revert undoes only its own paths', async (t) => {
   const h = new History();
   h.commit({ [`${APP}deploy.yaml`]: deploy('6.0.0'), 'apps/frontend/deploy.yaml': 'image: ghcr.io/acme/frontend:1.0\n' }, 'initial');

@@ -97,7 +97,7 @@ async function prepareRevert(outcome: TargetOutcome, opts: RevertOptions, model:
   // found while the history is read (it spawns the binary to ask its version); awaited where the renders start
   const rendering = rendererFor(opts.config.render?.kustomize);
   const head = await repo.head(branch);
-  const located = opts.bad ? await namedCommits(repo, { head, branch, paths: target.paths }, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name) });
+  const located = opts.bad ? await namedCommits(repo, { head, branch, paths: target.paths }, opts.bad, opts.to) : await locate({ reader: repo, branch, head, paths: target.paths, evidence: opts.verdict.evidence, model, verified: await verifiedCommits(repo, target.name), target: target.name });
   if (!opts.bad) await preferVerified(repo, located, target);
   outcome.bad = located.bad.map((c) => c.oid);
   outcome.lastKnownGood = located.lastKnownGood;

@@ -56,6 +56,8 @@ export interface LocateInput {
   searchLimit?: number;
   /** commits lastgood observed healthy for this target (verified records), any order: where the engine reports no applied revision, the newest one below the attempted revision bounds the range */
   verified?: string[];
+  /** the target's name: a lastgood revert is this target's when its Lastgood-Target trailer names it (or it wrote into the target's paths) */
+  target?: string;
 }
 
 /** What revert/threeway.ts plans from a Located: the undo steps and the files they may change. */
@@ -466,6 +468,14 @@ async function refuseOutside(ctx: Ctx, changed: InputDelta[], makers: CommitInfo
   );
 }
 
+/** A lastgood revert for this target, or one of another target that wrote into this target's paths. */
+async function isOwnRevert(ctx: Ctx, c: CommitInfo): Promise<boolean> {
+  const by = lastgoodTarget(c.message);
+  if (by === undefined) return false;
+  if (ctx.target === undefined || by === ctx.target) return true;
+  return (await filesChanged(ctx, c)).length > 0;
+}
+
 /** The git-level files under the paths that a commit changed (what a revert of it writes). */
 async function filesChanged(ctx: Ctx, c: CommitInfo): Promise<string[]> {
   return (await changedFiles(ctx.reader, c.parents[0], c.oid, ctx.paths)).map((d) => d.path);
@@ -522,8 +532,17 @@ async function fromRange(ctx: Ctx, range: RangeState & { state: 'range' }, findi
   const { reader, paths, history } = ctx;
   let theirs = range.applied;
   let line = range.line;
-  // lastgood's own revert inside the range is never undone: only what came after it counts
-  const ownIndex = line.findIndex((c) => lastgoodTarget(c.message));
+  // lastgood's own revert inside the range is never undone: only what came after it counts. Own:
+  // for this target, or one that wrote into its paths (as history/guards.ts revertOfRevert). Another
+  // target's revert beside it in one Kustomization is a commit like any other: taken for this
+  // target's, it made a false "the revert itself failed", or the bound below a bad release
+  let ownIndex = -1;
+  for (const [i, c] of line.entries()) {
+    if (await isOwnRevert(ctx, c)) {
+      ownIndex = i;
+      break;
+    }
+  }
   if (ownIndex >= 0) {
     const own = line[ownIndex]!;
     if (ownIndex === 0 || (await Promise.all(line.slice(0, ownIndex).map((c) => history.touches(c)))).every((t) => !t)) {

@@ -148,7 +148,7 @@ export async function locateAndPlan(reader: RepoBackend, paths: string[], eviden
   const model = engine ? modelTarget({ reader, target: { name: 'target', paths, resources: engine.resources }, observed: engine.objects.map((o) => ({ object: o as KubeObject, source: 'test' })) }) : undefined;
   let located: Located;
   try {
-    located = await locate({ reader, branch, head, paths, evidence, ...(model ? { model } : {}) });
+    located = await locate({ reader, branch, head, paths, evidence, target: 'target', ...(model ? { model } : {}) });
   } catch (error) {
     if ((error as Error).name === 'RevertImpossible') return { refused: `${(error as Error).message} ${((error as { details?: string[] }).details ?? []).join('; ')}` };
     throw error;
