@@ -2,6 +2,7 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { CONFIG_BOUNDS } from '../src/config/load.ts';
 import { CONTROLLER_NODE_OPTIONS } from '../src/controller/install.ts';
 import { SOURCEIGNORE_BOUNDS } from '../src/model/sourceignore.ts';
 import { BUILD_BOUNDS } from '../src/model/tree.ts';
@@ -66,6 +67,23 @@ function underCap(t: import('ava').ExecutionContext, peakKb: number | undefined)
   if (peakKb === undefined) t.log('GNU time is not on this machine: the peak RSS is not measured (the heap cap still holds)');
   else t.true(peakKb < MEMORY_CAP_KB, `peak RSS ${Math.round(peakKb / 1024)} MiB`);
 }
+
+test('the config at its node bound, in the costliest shape (one-character flow scalars), stays under the controller\'s memory; past it, refused', async (t) => {
+  const dir = tempDir('lastgood-config-bound-');
+  const base = 'repo: { url: ./repo }\ntargets:\n  - name: app\n    paths: [apps/app/]\n    resources:\n      - { apiVersion: apps/v1, kind: Deployment, namespace: prod, name: app }\n';
+  const separators = (text: string) => (text.match(/[,:\-[{\n]/g) ?? []).length;
+  // `x: [` and its line break, then a comma between two items: items − 1 + 3 separators
+  const atBound = (extra: number) => `${base}x: [${Array(CONFIG_BOUNDS.maxSeparators - separators(base) - 2 + extra).fill('1').join(',')}]\n`;
+  const within = writeFile(dir, 'within.yaml', atBound(0));
+  t.is(separators(readFileSync(within, 'utf8')), CONFIG_BOUNDS.maxSeparators);
+  const r = await cliPeak(['validate', '--config', within], CAPPED);
+  t.is(r.code, 2, r.stderr);
+  t.regex(r.stderr, /within\.yaml:7: unknown field "x"/, 'parsed whole: the schema, not the bound, refuses it');
+  underCap(t, r.peakKb);
+  const past = await cliPeak(['validate', '--config', writeFile(dir, 'past.yaml', atBound(1))], CAPPED);
+  t.is(past.code, 2);
+  t.regex(past.stderr, /past\.yaml:7: more than 200,000 YAML nodes by here/);
+});
 
 test('the YAML reader measures an alias bomb without expanding it, and refuses it with the line', (t) => {
   const bomb = aliasBomb();
