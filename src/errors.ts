@@ -78,6 +78,11 @@ const DISK_CODES: Record<string, string> = {
   EIO: 'an I/O error occurred',
 };
 
+/** The machine's words for a file-system error's code ("no space is left on the device"), or undefined for another code. */
+export function diskWords(code: string | undefined): string | undefined {
+  return code ? DISK_CODES[code] : undefined;
+}
+
 /** A LocalError for a file-system error of the machine while writing under `folder` (`what`: repo.cacheDir, …); undefined for any other error. */
 export function diskError(error: unknown, folder: string, what: string): LocalError | undefined {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { InputError, LocalError } from './errors.ts';
+import { diskWords, InputError, LocalError } from './errors.ts';
 
 /** Why a folder a person named cannot be made, by the system's code. */
 const WHY: Record<string, string> = {
@@ -10,13 +10,8 @@ const WHY: Record<string, string> = {
   ENAMETOOLONG: 'is too long a name (ENAMETOOLONG)',
   ELOOP: 'goes through a loop of symbolic links (ELOOP)',
 };
-/** The machine's state rather than the name: a world fault (exit 3), not bad usage. */
-const MACHINE: Record<string, string> = {
-  ENOSPC: 'no space is left on the device',
-  EDQUOT: 'the disk quota is exhausted',
-  EROFS: 'the file system is read-only',
-  EIO: 'an I/O error occurred',
-};
+/** The machine's state rather than the name: a world fault (exit 3), not bad usage (words: errors.ts diskWords). */
+const MACHINE = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO']);
 
 /**
  * A folder a command writes into, named by the person (`install --kustomize DIR`, `demo DIR`): made
@@ -29,7 +24,7 @@ export function makeOutputFolder(dir: string, what: string): void {
     fs.mkdirSync(dir, { recursive: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? '';
-    if (MACHINE[code]) throw new LocalError(`${what} ${dir}: cannot make the folder: ${MACHINE[code]} (${code}); nothing was written`, { path: dir, code, cause: error });
+    if (MACHINE.has(code)) throw new LocalError(`${what} ${dir}: cannot make the folder: ${diskWords(code)} (${code}); nothing was written`, { path: dir, code, cause: error });
     throw new InputError(`${what} ${dir}: ${WHY[code] ?? `cannot be made: ${(error as Error).message}`}; nothing was written`, { cause: error });
   }
 }

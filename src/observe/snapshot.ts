@@ -208,7 +208,7 @@ function objectsOf(text: string, source: string): Observed[] {
   let docs: unknown[];
   try {
     // the empty documents too, so that a document is named by its place in the file (`---` counted)
-    docs = loadAllYaml(text, { json: true, maxBytes: MAX_SNAPSHOT_BYTES, where: source });
+    docs = loadAll(text, source, { keepEmpty: true });
   } catch (error) {
     rethrowBound(error);
     throw yamlError(error, source);
@@ -220,8 +220,10 @@ function objectsOf(text: string, source: string): Observed[] {
   return out;
 }
 
-function loadAll(text: string, source?: string): unknown[] {
-  return loadAllYaml(text, { json: true, maxBytes: MAX_SNAPSHOT_BYTES, ...(source ? { where: source } : {}) }).filter((d) => d !== null && d !== undefined);
+/** The documents of a snapshot's text; without `keepEmpty`, the empty ones (`---` with nothing after it) left out. */
+function loadAll(text: string, source?: string, opts: { keepEmpty?: boolean } = {}): unknown[] {
+  const docs = loadAllYaml(text, { json: true, maxBytes: MAX_SNAPSHOT_BYTES, ...(source ? { where: source } : {}) });
+  return opts.keepEmpty ? docs : docs.filter((d) => d !== null && d !== undefined);
 }
 
 function yamlError(error: unknown, source: string): InputError {

@@ -93,7 +93,8 @@ export class LocalRepo implements RepoBackend {
    */
   constructor(repoPath: string, opts: { explainMissing?: boolean } = {}) {
     this.layout = findLayout(repoPath);
-    refuseSha256(this.layout.gitdir, repoPath);
+    // a person's repository is checked; the git backend's mirror is lastgood's own (SHA-1, fetched)
+    if (opts.explainMissing) refuseSha256(this.layout.gitdir, repoPath);
     this.description = repoPath;
     this.objects = new ObjectStore(this.layout.gitdir, opts.explainMissing ? (oid) => missingObject(this.layout.gitdir, repoPath, oid) : undefined);
   }
@@ -696,19 +697,22 @@ export async function openLocalRepo(repoPath: string): Promise<LocalRepo> {
   return new LocalRepo(repoPath, { explainMissing: true });
 }
 
+/** The repository's config file as text; empty where it has none (git's defaults). */
+function configText(gitdir: string): string {
+  try {
+    return fs.readFileSync(path.join(gitdir, 'config'), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /**
  * A repository of SHA-256 object names (`git init --object-format=sha256`, extensions.objectFormat):
  * isomorphic-git and lastgood's object reader know SHA-1 names only, and without this its 64-hex
  * refs read as "broken refs".
  */
 function refuseSha256(gitdir: string, repoPath: string): void {
-  let config = '';
-  try {
-    config = fs.readFileSync(path.join(gitdir, 'config'), 'utf8');
-  } catch {
-    return; // no config: git's defaults (SHA-1)
-  }
-  if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(config)) {
+  if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(configText(gitdir))) {
     throw new InputError('a SHA-256 repository (extensions.objectFormat = sha256): lastgood reads repositories of SHA-1 object names only, as most git hosts serve them; nothing was written', { file: repoPath });
   }
 }
@@ -723,14 +727,8 @@ function missingObject(gitdir: string, repoPath: string, oid: string): InputErro
   if (fs.existsSync(path.join(gitdir, 'shallow'))) {
     return new InputError(`the repository is a shallow clone (git clone --depth; actions/checkout's default, fetch-depth: 1): commit ${oid} and the history below it are not in it. Clone it whole (fetch-depth: 0), ${fix}`, { file: repoPath });
   }
-  let config = '';
-  try {
-    config = fs.readFileSync(path.join(gitdir, 'config'), 'utf8');
-  } catch {
-    // no config: not a partial clone
-  }
   // git's partial clone marks its remote (remote.<name>.promisor) or the repository (extensions.partialclone)
-  if (/^\s*(promisor\s*=\s*true|partialclone\s*=)/im.test(config)) {
+  if (/^\s*(promisor\s*=\s*true|partialclone\s*=)/im.test(configText(gitdir))) {
     return new InputError(`the repository is a partial clone (git clone --filter): object ${oid} was left out of it, and lastgood reads objects from the disk only. Clone it without --filter, ${fix}`, { file: repoPath });
   }
   return new InputError(`object ${oid} is missing from the repository (damaged, or removed by hand); \`git fsck\` says what else is`, { file: repoPath });
